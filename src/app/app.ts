@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { bearerAuth } from '../auth/bearer.js';
+import { TokenCache } from '../auth/token-cache.js';
+import type { Config } from '../config.js';
+import { healthRoutes } from '../routes/health.js';
+import { openapiRoute } from '../routes/openapi.js';
+import { plantRoutes } from '../routes/plants.js';
+import { ErrorBody } from '../schemas/error.js';
+import { NewPlant, Plant } from '../schemas/plant.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { registerErrorHandling } from './error-handler.js';
+import { registerJsonBodyParser } from './json-body.js';
+import { loggerOptions } from './logger.js';
+import { trackMethods } from './method-not-allowed.js';
+import { validatorCompiler } from './validation.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export interface AppOptions {
+  /** An already open store; when absent, the app opens the one config.db names and closes it with the app. */
+  store?: Store;
+}
+
+/** The whole service as an unlistened Fastify instance. */
+export async function buildApp(config: Readonly<Config>, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(config),
+    // One log line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.bodyLimit,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    requestIdHeader: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  });
+
+  const store = options.store ?? (await openStore(config));
+  if (!options.store) app.addHook('onClose', () => store.close());
+
+  app.setValidatorCompiler(validatorCompiler);
+  registerJsonBodyParser(app, config.bodyLimit);
+  registerErrorHandling(app, config.bodyLimit);
+
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.headers({
+      'x-request-id': request.id,
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+    });
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const line = {
+      method: request.method,
+      url: request.url,
+      statusCode: reply.statusCode,
+      responseTime: Math.round(reply.elapsedTime * 100) / 100,
+      owner: request.principal?.owner,
+    };
+    if (reply.statusCode >= 500) request.log.error(line, 'request failed');
+    else request.log.info(line, 'request completed');
+  });
+
+  for (const schema of [ErrorBody, Plant, NewPlant]) app.addSchema(schema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Plant Store',
+        version: '1.0.0',
+        description: 'Create, list and delete plants. Every plant operation needs a bearer token; each token belongs to an owner, who sees only their own plants.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'plnt_ opaque token' } } },
+      tags: [{ name: 'plants' }, { name: 'health' }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+
+  const addMethodNotAllowed = trackMethods(app);
+  app.decorateRequest('principal', null as never);
+  app.addHook('onRequest', bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs)));
+  await app.register(plantRoutes, {
+    plants: store.plants,
+    listDefaultLimit: config.listDefaultLimit,
+    listMaxLimit: config.listMaxLimit,
+  });
+  await app.register(healthRoutes, { store });
+  await app.register(openapiRoute);
+  addMethodNotAllowed();
+  return app;
+}

@@ -1,0 +1,74 @@
+// The closed catalog of errors this service answers with. Every non-2xx
+// response is built from one of these, so status, message and headers stay
+// consistent across routes, hooks and stores.
+
+export const REALM = 'plants';
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly statusCode: number,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export type ErrorCode =
+  | 'BAD_REQUEST'
+  | 'MISSING_CREDENTIALS'
+  | 'INVALID_TOKEN'
+  | 'INSUFFICIENT_SCOPE'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'INTERNAL'
+  | 'UNAVAILABLE';
+
+const quote = (s: string) => s.replace(/["\\]/g, '');
+
+export const errors = {
+  badRequest: (message: string) => new AppError('BAD_REQUEST', 400, message),
+  missingCredentials: () =>
+    new AppError('MISSING_CREDENTIALS', 401, 'authentication required: send an Authorization: Bearer <token> header', {
+      'www-authenticate': `Bearer realm="${REALM}"`,
+    }),
+  invalidToken: (why: string) =>
+    new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}`, {
+      'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quote(why)}"`,
+    }),
+  insufficientScope: (scope: string) =>
+    new AppError('INSUFFICIENT_SCOPE', 403, `this token lacks the ${scope} scope`, {
+      'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
+    }),
+  notFound: (message: string) => new AppError('NOT_FOUND', 404, message),
+  methodNotAllowed: (method: string, path: string, allow: readonly string[]) =>
+    new AppError('METHOD_NOT_ALLOWED', 405, `${method} is not allowed on ${path}; allowed: ${allow.join(', ')}`, {
+      allow: allow.join(', '),
+    }),
+  conflict: (message: string) => new AppError('CONFLICT', 409, message),
+  payloadTooLarge: (limit: number) =>
+    new AppError('PAYLOAD_TOO_LARGE', 413, `request body is larger than the limit of ${limit} bytes`),
+  unsupportedMediaType: (contentType: string | undefined) =>
+    new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      415,
+      contentType
+        ? `unsupported Content-Type "${contentType}": send application/json`
+        : 'missing Content-Type: send application/json',
+    ),
+  internal: () => new AppError('INTERNAL', 500, 'internal server error'),
+  unavailable: (what = 'the store is unavailable, try again shortly') => new AppError('UNAVAILABLE', 503, what),
+} as const;
+
+/** Thrown by stores when the database cannot be reached; answered as 503. */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('store unavailable', { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}

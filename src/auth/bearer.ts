@@ -1,0 +1,45 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errors } from '../app/errors.js';
+import type { Scope } from '../store/store.js';
+import { hashToken, looksLikeToken } from './tokens.js';
+import type { TokenCache } from './token-cache.js';
+
+export interface Principal {
+  tokenId: string;
+  owner: string;
+  scopes: readonly Scope[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+  interface FastifyContextConfig {
+    /** The scope a route needs; routes without one are public. */
+    scope?: Scope;
+  }
+}
+
+// RFC 7235: the scheme name is case-insensitive; RFC 6750 b64token syntax.
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * onRequest hook: runs before the body is read, so a request without valid
+ * credentials is answered 401 whatever it carries.
+ */
+export function bearerAuth(cache: TokenCache) {
+  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return;
+    const header = request.headers.authorization;
+    if (header === undefined || !/^bearer(\s|$)/i.test(header)) throw errors.missingCredentials();
+    const token = BEARER.exec(header)?.[1];
+    if (!token || !looksLikeToken(token)) throw errors.invalidToken('malformed token');
+    const record = await cache.lookup(hashToken(token));
+    if (!record) throw errors.invalidToken('unknown token');
+    if (record.revokedAt) throw errors.invalidToken('token revoked');
+    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) throw errors.invalidToken('token expired');
+    if (!record.scopes.includes(scope)) throw errors.insufficientScope(scope);
+    request.principal = { tokenId: record.id, owner: record.owner, scopes: record.scopes };
+  };
+}

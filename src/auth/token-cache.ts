@@ -1,0 +1,35 @@
+import type { TokenRecord, TokenStore } from '../store/store.js';
+
+interface Entry {
+  record: TokenRecord | undefined;
+  until: number;
+}
+
+/**
+ * Remembers token lookups for a short time so a request does not read the
+ * store every time. Entries live at most `ttlMs` (< 1 s), which bounds how
+ * long a revocation made by another process or the CLI can go unnoticed.
+ */
+export class TokenCache {
+  readonly #entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly store: TokenStore,
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async lookup(hash: Buffer): Promise<TokenRecord | undefined> {
+    const key = hash.toString('base64');
+    const now = Date.now();
+    const hit = this.#entries.get(key);
+    if (hit && hit.until > now) return hit.record;
+    const record = await this.store.findByHash(hash);
+    if (this.ttlMs > 0) {
+      if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+      this.#entries.delete(key);
+      this.#entries.set(key, { record, until: now + this.ttlMs });
+    }
+    return record;
+  }
+}

@@ -1,0 +1,70 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SETTINGS, type SettingName } from '../config.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface CommandContext {
+  argv: string[];
+  env: Env;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  isTTY: boolean;
+}
+
+export type ArgValues = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  /** Settings from config.ts this command accepts as flags. */
+  settings: SettingName[];
+  /** Flags of its own: name → [type, help, default shown in help]. */
+  flags?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }>;
+  run(ctx: CommandContext, values: ArgValues, positionals: string[]): Promise<number>;
+}
+
+export function helpText(cmd: Command): string {
+  const rows: [string, string][] = [];
+  for (const [name, f] of Object.entries(cmd.flags ?? {})) {
+    const flag = f.type === 'string' ? `--${name} ${name.toUpperCase().replace(/-/g, '_')}` : `--${name}`;
+    rows.push([flag, f.help + (f.default ? ` (default: ${f.default})` : '')]);
+  }
+  for (const name of cmd.settings) {
+    const s = SETTINGS[name];
+    rows.push([`--${name} VALUE`, `${s.help} (env ${s.env}; default: ${s.default})`]);
+  }
+  rows.push(['-h, --help', 'show this help']);
+  const width = Math.max(...rows.map(([f]) => f.length)) + 2;
+  return [
+    `Usage: plant-store ${cmd.usage}`,
+    '',
+    cmd.summary,
+    '',
+    'Options:',
+    ...rows.map(([f, h]) => `  ${f.padEnd(width)}${h}`),
+    '',
+  ].join('\n');
+}
+
+export function parseCommandArgs(cmd: Command, argv: string[]) {
+  const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
+  for (const name of cmd.settings) options[name] = { type: 'string' };
+  for (const [name, f] of Object.entries(cmd.flags ?? {})) options[name] = { type: f.type, multiple: f.multiple ?? false };
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.split('\n')[0]}\nRun "plant-store ${cmd.name} --help" for usage.`);
+  }
+}
+
+/** The config.ts settings given as flags, ready for loadConfig. */
+export function settingFlags(cmd: Command, values: Record<string, unknown>): Partial<Record<SettingName, string>> {
+  const out: Partial<Record<SettingName, string>> = {};
+  for (const name of cmd.settings) if (typeof values[name] === 'string') out[name] = values[name] as string;
+  return out;
+}

@@ -1,0 +1,23 @@
+import { issueToken } from '../auth/tokens.js';
+import type { Config } from '../config.js';
+import type { Store } from '../store/store.js';
+import type { CommandContext } from './args.js';
+
+/** Creates the first token when the store has none, so a fresh install can be used at once. */
+export async function bootstrapToken(store: Store): Promise<string | undefined> {
+  if ((await store.tokens.count()) > 0) return undefined;
+  return (await issueToken(store.tokens, { owner: 'admin' })).token;
+}
+
+export function announceToken(ctx: CommandContext, token: string, url: string): void {
+  ctx.stderr.write(
+    `\nNo tokens existed, so one was created for owner "admin". It is shown only this once:\n\n  ${token}\n\n` +
+      `Try: curl -H "Authorization: Bearer ${token}" ${url}/plants\n\n`,
+  );
+}
+
+export function baseUrl(config: Pick<Config, 'host' | 'port'>, port = config.port): string {
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '[::1]' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `http://${host}:${port}`;
+}
+

@@ -1,0 +1,55 @@
+import cluster from 'node:cluster';
+import { buildApp } from '../app/app.js';
+import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
+import { openStore } from '../store/open-store.js';
+import { settingFlags, type Command, type CommandContext } from './args.js';
+import { announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+import { runPrimary } from './serve-cluster.js';
+
+const SHUTDOWN_GRACE_MS = 25_000;
+
+export const serve: Command = {
+  name: 'serve',
+  usage: 'serve [--host 127.0.0.1] [--port 8080] [--db PATH_OR_URL] [--workers N|auto] [options]',
+  summary:
+    'Serves the Plant Store HTTP API. Migrates the store on start. On a store with no tokens it creates one for owner "admin" and prints it once to stderr. SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, closes the store and exits 0.',
+  settings: Object.keys(SETTINGS) as SettingName[],
+  async run(ctx, values) {
+    const config = loadConfig(settingFlags(this, values), ctx.env, { logPretty: ctx.isTTY });
+    if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);
+    return runServer(config, ctx);
+  },
+};
+
+/** One server process: listen, then wait for SIGTERM/SIGINT and shut down gracefully. */
+async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
+  const store = await openStore(config);
+  const token = cluster.isWorker ? undefined : await bootstrapToken(store);
+  const app = await buildApp(config, { store });
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  if (token) announceToken(ctx, token, baseUrl(config, port));
+
+  return new Promise<number>((resolve) => {
+    const stop = async (signal: NodeJS.Signals) => {
+      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      const timer = setTimeout(() => {
+        app.log.error('in-flight requests did not finish in time; exiting');
+        resolve(1);
+      }, SHUTDOWN_GRACE_MS);
+      timer.unref();
+      try {
+        await app.close();
+        await store.close();
+        clearTimeout(timer);
+        resolve(0);
+      } catch (error) {
+        app.log.error({ err: error }, 'shutdown failed');
+        resolve(1);
+      }
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}

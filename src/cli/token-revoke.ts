@@ -1,0 +1,27 @@
+import { hashToken, looksLikeToken } from '../auth/tokens.js';
+import { loadConfig } from '../config.js';
+import { openStore } from '../store/open-store.js';
+import { UsageError, settingFlags, type Command } from './args.js';
+
+export const tokenRevoke: Command = {
+  name: 'token revoke',
+  usage: 'token revoke TOKEN_OR_ID [--db PATH_OR_URL]',
+  summary: 'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
+  settings: ['db'],
+  async run(ctx, values, positionals) {
+    if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
+    const target = positionals[0]!;
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env));
+    try {
+      const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
+      if (!found) {
+        ctx.stderr.write('no token matches that token or id\n');
+        return 1;
+      }
+      ctx.stderr.write('revoked\n');
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

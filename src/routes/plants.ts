@@ -1,0 +1,95 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import { errors } from '../app/errors.js';
+import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
+import { errorResponses } from '../schemas/responses.js';
+import type { PlantStore } from '../store/store.js';
+
+export interface PlantRoutesOptions {
+  plants: PlantStore;
+  listDefaultLimit: number;
+  listMaxLimit: number;
+}
+
+const security = [{ bearerAuth: [] }];
+const authErrors = [401, 403, 500, 503];
+
+export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit }) => {
+  app.post<{ Body: NewPlant }>(
+    '/plants',
+    {
+      config: { scope: 'plants:write' },
+      schema: {
+        operationId: 'createPlant',
+        summary: 'Create a plant',
+        description:
+          'Stores a plant for the token\'s owner. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409.',
+        tags: ['plants'],
+        security,
+        body: NewPlant,
+        response: {
+          200: Type.Ref(Plant, { description: 'The stored plant' }),
+          ...errorResponses(400, 409, 413, 415, ...authErrors),
+        },
+      },
+    },
+    async (request) => {
+      const { id, name, tag } = request.body;
+      const outcome = await plants.create(request.principal.owner, { id, name, tag });
+      if (outcome === 'conflict') {
+        throw errors.conflict(`a plant with id ${id} already exists with a different name or tag`);
+      }
+      return tag === undefined ? { name } : { name, tag };
+    },
+  );
+
+  app.get<{ Querystring: ListQuery }>(
+    '/plants',
+    {
+      config: { scope: 'plants:read' },
+      schema: {
+        operationId: 'listPlants',
+        summary: 'List plants',
+        description: `The caller's plants in insertion order, at most \`limit\` (default ${listDefaultLimit}, at most ${listMaxLimit}). When more remain, a \`Link: <...>; rel="next"\` header gives the URL of the next page.`,
+        tags: ['plants'],
+        security,
+        querystring: ListQuery,
+        response: {
+          200: { ...PlantList, description: 'A page of plants' },
+          ...errorResponses(400, ...authErrors),
+        },
+      },
+    },
+    async (request, reply) => {
+      const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
+      const page = await plants.list(request.principal.owner, limit, request.query.cursor);
+      if (page.next !== undefined) {
+        void reply.header('link', `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`);
+      }
+      return page.plants;
+    },
+  );
+
+  app.delete<{ Params: PlantIdParams }>(
+    '/plants/:id',
+    {
+      config: { scope: 'plants:write' },
+      schema: {
+        operationId: 'deletePlant',
+        summary: 'Delete a plant',
+        tags: ['plants'],
+        security,
+        params: PlantIdParams,
+        response: {
+          204: Type.Null({ description: 'Deleted; no body' }),
+          ...errorResponses(400, 404, ...authErrors),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      if (!(await plants.delete(request.principal.owner, id))) throw errors.notFound(`no plant with id ${id}`);
+      return reply.code(204).send();
+    },
+  );
+};

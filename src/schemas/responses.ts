@@ -1,0 +1,21 @@
+import { Type } from '@sinclair/typebox';
+import { ErrorBody } from './error.js';
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'The request is malformed or a value is invalid; nothing was changed',
+  401: 'Missing, unknown, expired or revoked bearer token',
+  403: 'The token lacks the scope this operation needs',
+  404: 'No plant with this id belongs to the caller',
+  409: 'The caller already has a plant with this id, with a different name or tag',
+  413: 'The request body is larger than the configured limit',
+  415: 'The request body is not application/json',
+  500: 'Unexpected server error (details are in the server log only)',
+  503: 'The store is unreachable or the server is shutting down',
+};
+
+/** Response entries for the given error statuses, all pointing at the one Error schema. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  return Object.fromEntries(
+    statuses.map((s) => [s, Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error' })]),
+  );
+}

@@ -1,0 +1,31 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+
+export type Durability = 'full' | 'normal';
+
+export interface SqliteOptions {
+  path: string;
+  durability: Durability;
+}
+
+// All connection setup for the SQLite store lives here, so every connection
+// (the server's, the CLI's, the migrator's) gets the same pragmas.
+export function openSqlite({ path, durability }: SqliteOptions): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  // WAL lets readers run while a writer commits, and makes a commit a single
+  // append to the log.
+  db.pragma('journal_mode = WAL');
+  // FULL fsyncs the log on every commit (durable against power loss);
+  // NORMAL fsyncs only at checkpoints (durable against a crash of this process).
+  db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  // Other processes on the same file (workers, the CLI) wait for the write
+  // lock instead of failing with SQLITE_BUSY.
+  db.pragma('busy_timeout = 10000');
+  db.pragma('foreign_keys = ON');
+  db.pragma('temp_store = MEMORY');
+  db.pragma('cache_size = -65536');
+  db.pragma('mmap_size = 268435456');
+  return db;
+}

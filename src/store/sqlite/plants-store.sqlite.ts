@@ -1,0 +1,77 @@
+import type Database from 'better-sqlite3';
+import { InvalidCursorError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
+import type { GroupCommit } from './group-commit.js';
+
+/** A row of the plants table as list pages read it (raw mode: an array). */
+type PageRow = [seq: bigint, name: string, tag: string | null];
+interface PlantRow {
+  name: string;
+  tag: string | null;
+}
+
+const CURSOR = /^s(\d{1,19})$/;
+
+function encodeCursor(seq: bigint): string {
+  return Buffer.from(`s${seq}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): bigint {
+  const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!m || encodeCursor(BigInt(m[1]!)) !== cursor) throw new InvalidCursorError();
+  return BigInt(m[1]!);
+}
+
+export class SqlitePlantStore implements PlantStore {
+  readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
+  readonly #find: Database.Statement<[string, bigint], PlantRow>;
+  readonly #delete: Database.Statement<[string, bigint]>;
+  readonly #page: Database.Statement<[string, bigint, number]>;
+
+  constructor(
+    db: Database.Database,
+    private readonly writes: GroupCommit,
+  ) {
+    this.#insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING');
+    this.#find = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
+    this.#delete = db.prepare('DELETE FROM plants WHERE owner = ? AND id = ?');
+    this.#page = db
+      .prepare('SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?')
+      .raw(true)
+      .safeIntegers(true);
+  }
+
+  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+    const tag = plant.tag ?? null;
+    return this.writes.run(() => {
+      if (this.#insert.run(owner, plant.id, plant.name, tag).changes === 1) return 'created';
+      const existing = this.#find.get(owner, plant.id);
+      return existing && existing.name === plant.name && existing.tag === tag ? 'replayed' : 'conflict';
+    });
+  }
+
+  async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
+    const after = cursor === undefined ? 0n : decodeCursor(cursor);
+    const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
+    const more = rows.length > limit;
+    const n = more ? limit : rows.length;
+    const plants: PlantRecord[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const [, name, tag] = rows[i]!;
+      plants[i] = tag === null ? { name } : { name, tag };
+    }
+    return more ? { plants, next: encodeCursor(rows[n - 1]![0]) } : { plants };
+  }
+
+  delete(owner: string, id: bigint): Promise<boolean> {
+    return this.writes.run(() => this.#delete.run(owner, id).changes === 1);
+  }
+
+  /** Bulk load for benchmarks and imports: one transaction, no HTTP. */
+  insertMany(owner: string, plants: Iterable<NewPlantRecord>): number {
+    let n = 0;
+    this.#insert.database.transaction(() => {
+      for (const p of plants) n += this.#insert.run(owner, p.id, p.name, p.tag ?? null).changes;
+    })();
+    return n;
+  }
+}

@@ -1,0 +1,65 @@
+import type Database from 'better-sqlite3';
+import type { Scope, TokenRecord, TokenStore } from '../store.js';
+
+interface TokenRow {
+  id: string;
+  owner: string;
+  scopes: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+const toRecord = (row: TokenRow): TokenRecord => ({
+  id: row.id,
+  owner: row.owner,
+  scopes: row.scopes.split(' ') as Scope[],
+  createdAt: new Date(row.created_at),
+  expiresAt: row.expires_at === null ? undefined : new Date(row.expires_at),
+  revokedAt: row.revoked_at === null ? undefined : new Date(row.revoked_at),
+});
+
+export class SqliteTokenStore implements TokenStore {
+  readonly #insert: Database.Statement<[string, Buffer, string, string, number, number | null]>;
+  readonly #byHash: Database.Statement<[Buffer], TokenRow>;
+  readonly #all: Database.Statement<[], TokenRow>;
+  readonly #revokeById: Database.Statement<[number, string]>;
+  readonly #revokeByHash: Database.Statement<[number, Buffer]>;
+  readonly #count: Database.Statement<[], { n: number }>;
+
+  constructor(db: Database.Database) {
+    this.#insert = db.prepare(
+      'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.#byHash = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE hash = ?');
+    this.#all = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id');
+    this.#revokeById = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
+    this.#revokeByHash = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?');
+    this.#count = db.prepare('SELECT count(*) AS n FROM tokens');
+  }
+
+  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
+    this.#insert.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null);
+  }
+
+  async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
+    const row = this.#byHash.get(hash);
+    return row && toRecord(row);
+  }
+
+  async list(): Promise<TokenRecord[]> {
+    return this.#all.all().map(toRecord);
+  }
+
+  async revoke(idOrHash: string | Buffer, at: Date): Promise<boolean> {
+    const r =
+      typeof idOrHash === 'string'
+        ? this.#revokeById.run(at.getTime(), idOrHash)
+        : this.#revokeByHash.run(at.getTime(), idOrHash);
+    return r.changes > 0;
+  }
+
+  async count(): Promise<number> {
+    return this.#count.get()!.n;
+  }
+}

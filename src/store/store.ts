@@ -1,0 +1,68 @@
+// The domain's view of persistence. Each database has one implementation of
+// these interfaces; routes and auth only ever see these types.
+
+export interface NewPlantRecord {
+  id: bigint;
+  name: string;
+  tag?: string | undefined;
+}
+
+export interface PlantRecord {
+  name: string;
+  tag?: string;
+}
+
+/** created: stored now; replayed: same id with identical content already stored; conflict: same id, other content. */
+export type CreateOutcome = 'created' | 'replayed' | 'conflict';
+
+export interface PlantPage {
+  plants: PlantRecord[];
+  /** Opaque position after the last plant of this page; absent on the last page. */
+  next?: string;
+}
+
+export interface PlantStore {
+  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
+  /** Plants of one owner in insertion order, after `cursor` (an opaque `next` from an earlier page). */
+  list(owner: string, limit: number, cursor?: string): Promise<PlantPage>;
+  /** True when a plant was deleted, false when the owner has no plant with that id. */
+  delete(owner: string, id: bigint): Promise<boolean>;
+}
+
+export type Scope = 'plants:read' | 'plants:write';
+export const SCOPES: readonly Scope[] = ['plants:read', 'plants:write'];
+
+export interface TokenRecord {
+  id: string;
+  owner: string;
+  scopes: Scope[];
+  createdAt: Date;
+  expiresAt?: Date | undefined;
+  revokedAt?: Date | undefined;
+}
+
+export interface TokenStore {
+  insert(token: TokenRecord, hash: Buffer): Promise<void>;
+  findByHash(hash: Buffer): Promise<TokenRecord | undefined>;
+  list(): Promise<TokenRecord[]>;
+  /** Revokes by token id or by secret hash; false when neither matches. */
+  revoke(idOrHash: string | Buffer, at: Date): Promise<boolean>;
+  count(): Promise<number>;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly plants: PlantStore;
+  readonly tokens: TokenStore;
+  /** Resolves when the database answers; rejects with StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Thrown by PlantStore.list for a cursor it did not issue. */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('cursor must be a value taken from a Link rel="next" URL');
+    this.name = 'InvalidCursorError';
+  }
+}
