@@ -36,7 +36,7 @@ export function helpText(cmd: Command): string {
   }
   for (const name of cmd.settings) {
     const s = SETTINGS[name];
-    rows.push([`--${name} VALUE`, `${s.help} (env ${s.env}; default: ${s.default})`]);
+    rows.push([`--${name} ${name.toUpperCase().replace(/-/g, '_')}`, `${s.help} (env ${s.env}; default: ${s.default})`]);
   }
   rows.push(['-h, --help', 'show this help']);
   const width = Math.max(...rows.map(([f]) => f.length)) + 2;
@@ -58,7 +58,10 @@ export function parseCommandArgs(cmd: Command, argv: string[]) {
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.split('\n')[0]}\nRun "plant-store ${cmd.name} --help" for usage.`);
+    const message = (error as Error).message;
+    const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+    const first = unknown ? `unknown option ${unknown}` : message.split('\n')[0]!;
+    throw new UsageError(`${first}\nRun "plant-store ${cmd.name} --help" for usage.`);
   }
 }
 

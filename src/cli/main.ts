@@ -28,9 +28,13 @@ function findCommand(argv: string[]): [Command | undefined, string[]] {
 export async function main(ctx: CommandContext): Promise<number> {
   const [command, rest] = findCommand(ctx.argv);
   if (!command) {
-    if (ctx.argv.length === 0 || ['-h', '--help', 'help'].includes(ctx.argv[0]!)) {
+    if (ctx.argv.length === 0) {
+      ctx.stderr.write(USAGE);
+      return 2;
+    }
+    if (['-h', '--help', 'help'].includes(ctx.argv[0]!)) {
       ctx.stdout.write(USAGE);
-      return ctx.argv.length === 0 ? 2 : 0;
+      return 0;
     }
     ctx.stderr.write(`plant-store: unknown command "${ctx.argv.join(' ')}"\n\n${USAGE}`);
     return 2;

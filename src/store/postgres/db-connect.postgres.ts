@@ -1,0 +1,133 @@
+import pg from 'pg';
+import { StoreUnavailableError } from '../../app/errors.js';
+import type { StoreConfig } from '../open-store.js';
+
+export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'>;
+
+export interface PgPoolOverrides {
+  max?: number;
+  /** 0 disables the timeout (migrations may wait on the migrator's lock). */
+  statementTimeoutMs?: number;
+}
+
+// Long enough for a healthy server under load, short enough that an outage
+// answers 503 promptly instead of queueing requests behind dead connects.
+const CONNECT_TIMEOUT_MS = 3000;
+
+const INT8_OID = 20;
+const parseInt8 = (value: string): bigint => BigInt(value);
+
+// int8 columns hold plant ids across the whole int64 range, which a JS number
+// cannot represent. The override is per pool so other pg users in the process
+// (tests, tools) keep the library's defaults.
+const bigintTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+// All connection setup for the PostgreSQL store lives here, so the server's
+// pool and the migrator's get the same settings.
+export function createPgPool(config: PgConfig, overrides: PgPoolOverrides = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: config.db,
+    max: overrides.max ?? config.pgPoolSize,
+    statement_timeout: overrides.statementTimeoutMs ?? config.pgStatementTimeoutMs,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // Detects a peer that vanished without closing the socket (host down,
+    // network partition) instead of waiting on it forever.
+    keepAlive: true,
+    application_name: 'plant-store',
+    types: bigintTypes,
+  });
+  // An idle client whose server went away emits here. pg-pool has already
+  // dropped it and the next checkout opens a fresh connection; without a
+  // listener the event would be an uncaught exception that kills the process.
+  pool.on('error', () => {});
+  return pool;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+// SQLSTATEs meaning "the server cannot serve you right now", as opposed to a
+// fault in the statement. 57014 is a statement timeout or cancel: the
+// database is too slow to answer, and a retry is the right reaction.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '53300']);
+
+// pg and pg-pool report lost or unobtainable connections with plain Errors.
+const UNAVAILABLE_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|timeout expired|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)/;
+
+function codeOf(error: object): string | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when the error says the database could not be reached, not that the statement was wrong. */
+export function isUnavailableError(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 4) return false;
+  const code = codeOf(error);
+  if (code !== undefined) {
+    if (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) return true;
+  }
+  if (UNAVAILABLE_MESSAGES.test(error.message)) return true;
+  // Node reports a failed connect to a name with several addresses as an AggregateError.
+  if (error instanceof AggregateError && error.errors.some((e) => isUnavailableError(e, depth + 1))) return true;
+  return isUnavailableError(error.cause, depth + 1);
+}
+
+export function toStoreError(error: unknown): unknown {
+  return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+}
+
+// A server-reported error that does not end the session (constraint, syntax,
+// statement timeout) leaves the connection reusable; anything else may have broken it.
+function connectionSurvives(error: unknown): boolean {
+  if (!(error instanceof pg.DatabaseError)) return false;
+  const code = error.code ?? '';
+  return !code.startsWith('08') && !code.startsWith('57P');
+}
+
+/**
+ * Runs `work` on one pooled connection, mapping outages to StoreUnavailableError.
+ * Used instead of pool.query, which discards the connection (and its prepared
+ * statements) after any failed statement, even a constraint violation.
+ */
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw toStoreError(error);
+  }
+  // A checked-out client emits 'error' when its socket dies, even mid-query;
+  // unheard, that event would crash the process.
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onError);
+  try {
+    return await work(client);
+  } catch (error) {
+    if (!connectionSurvives(error)) broken ??= error instanceof Error ? error : new Error(String(error));
+    throw toStoreError(error);
+  } finally {
+    client.off('error', onError);
+    // Releasing with an error destroys the connection instead of pooling it.
+    client.release(broken);
+  }
+}

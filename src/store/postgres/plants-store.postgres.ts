@@ -1,0 +1,187 @@
+import type pg from 'pg';
+import {
+  InvalidCursorError,
+  type CreateOutcome,
+  type NewPlantRecord,
+  type PlantPage,
+  type PlantRecord,
+  type PlantStore,
+} from '../store.js';
+import { withClient } from './db-connect.postgres.js';
+
+/** What the create statement answers: inserted now, or the row already stored. */
+interface CreateRow {
+  created: boolean;
+  name: string | null;
+  tag: string | null;
+}
+
+/** A list-page row (array mode); `at` is created_at in UTC with microseconds, as the cursor carries it. */
+type PageRow = [name: string, tag: string | null, at: string, id: bigint];
+
+// created_at travels as text rather than a JS Date, which would drop the
+// microseconds and make the cursor land before rows it already returned.
+const AT_TEXT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
+const AFTER = `($2::timestamp AT TIME ZONE 'UTC', $3::int8)`;
+
+// One round trip: insert, or read back the row that blocked the insert.
+const CREATE: pg.QueryConfig = {
+  name: 'plants_create',
+  text: `WITH inserted AS (
+      INSERT INTO plants (owner, id, name, tag) VALUES ($1::text, $2::int8, $3::text, $4::text)
+      ON CONFLICT (owner, id) DO NOTHING
+      RETURNING true AS created
+    )
+    SELECT created, NULL::text AS name, NULL::text AS tag FROM inserted
+    UNION ALL
+    SELECT false, name, tag FROM plants
+    WHERE owner = $1::text AND id = $2::int8 AND NOT EXISTS (SELECT FROM inserted)`,
+};
+const FIRST_PAGE = {
+  name: 'plants_first_page',
+  text: `SELECT name, tag, ${AT_TEXT}, id FROM plants
+    WHERE owner = $1::text ORDER BY created_at, id LIMIT $2::int8`,
+  rowMode: 'array',
+} as const;
+const NEXT_PAGE = {
+  name: 'plants_next_page',
+  text: `SELECT name, tag, ${AT_TEXT}, id FROM plants
+    WHERE owner = $1::text AND (created_at, id) > ${AFTER} ORDER BY created_at, id LIMIT $4::int8`,
+  rowMode: 'array',
+} as const;
+const DELETE = {
+  name: 'plants_delete',
+  text: 'DELETE FROM plants WHERE owner = $1::text AND id = $2::int8',
+} as const;
+// WITH ORDINALITY + ORDER BY stamps created_at in the order the caller gave.
+const INSERT_MANY = {
+  name: 'plants_insert_many',
+  text: `INSERT INTO plants (owner, id, name, tag)
+    SELECT $1::text, p.id, p.name, p.tag
+    FROM unnest($2::int8[], $3::text[], $4::text[]) WITH ORDINALITY AS p(id, name, tag, n)
+    ORDER BY p.n
+    ON CONFLICT (owner, id) DO NOTHING`,
+} as const;
+const INSERT_MANY_BATCH = 5000;
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const CURSOR = /^t([1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6})i(-?\d{1,19})$/;
+const MAX_CURSOR_LENGTH = 128;
+
+interface Position {
+  at: string;
+  id: bigint;
+}
+
+function encodeCursor({ at, id }: Position): string {
+  return Buffer.from(`t${at}i${id}`).toString('base64url');
+}
+
+function isCalendarTime(at: string): boolean {
+  const millis = at.slice(0, 23);
+  const date = new Date(`${millis}Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 23) === millis;
+}
+
+// Strict: only a string this module encoded decodes. Re-encoding rejects
+// padding, stray characters, leading zeros and "-0"; the range checks keep
+// the database from ever seeing an impossible timestamp or id.
+function decodeCursor(cursor: string): Position {
+  if (cursor.length > MAX_CURSOR_LENGTH) throw new InvalidCursorError();
+  const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!m) throw new InvalidCursorError();
+  const at = m[1]!;
+  const id = BigInt(m[2]!);
+  if (id < INT64_MIN || id > INT64_MAX || !isCalendarTime(at) || encodeCursor({ at, id }) !== cursor) {
+    throw new InvalidCursorError();
+  }
+  return { at, id };
+}
+
+export class PostgresPlantStore implements PlantStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+    const tag = plant.tag ?? null;
+    const values = [owner, plant.id.toString(), plant.name, tag];
+    return withClient(this.pool, async (client) => {
+      // No row back means the insert hit a row committed after this
+      // statement's snapshot (a racing create), so the read could not see it;
+      // or that row was deleted again. A new statement has a new snapshot:
+      // repeat until one either inserts or sees the row it collided with.
+      for (;;) {
+        const { rows } = await client.query<CreateRow>({ ...CREATE, values });
+        const row = rows[0];
+        if (row === undefined) continue;
+        if (row.created) return 'created';
+        return row.name === plant.name && row.tag === tag ? 'replayed' : 'conflict';
+      }
+    });
+  }
+
+  async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const query =
+      after === undefined
+        ? { ...FIRST_PAGE, values: [owner, limit + 1] }
+        : { ...NEXT_PAGE, values: [owner, after.at, after.id.toString(), limit + 1] };
+    const { rows } = await withClient(this.pool, (client) => client.query<PageRow>(query));
+    const more = rows.length > limit;
+    const n = more ? limit : rows.length;
+    const plants: PlantRecord[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const [name, tag] = rows[i]!;
+      plants[i] = tag === null ? { name } : { name, tag };
+    }
+    if (!more) return { plants };
+    const [, , at, id] = rows[n - 1]!;
+    return { plants, next: encodeCursor({ at, id }) };
+  }
+
+  async delete(owner: string, id: bigint): Promise<boolean> {
+    const { rowCount } = await withClient(this.pool, (client) =>
+      client.query({ ...DELETE, values: [owner, id.toString()] }),
+    );
+    return rowCount === 1;
+  }
+
+  /** Bulk load for benchmarks and imports: one transaction, no HTTP. Returns the number of rows inserted. */
+  insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
+    return withClient(this.pool, async (client) => {
+      await client.query('BEGIN');
+      try {
+        let inserted = 0;
+        let ids: string[] = [];
+        let names: string[] = [];
+        let tags: (string | null)[] = [];
+        const flush = async () => {
+          if (ids.length === 0) return;
+          const r = await client.query({ ...INSERT_MANY, values: [owner, ids, names, tags] });
+          inserted += r.rowCount ?? 0;
+          ids = [];
+          names = [];
+          tags = [];
+        };
+        for (const p of plants) {
+          ids.push(p.id.toString());
+          names.push(p.name);
+          tags.push(p.tag ?? null);
+          if (ids.length === INSERT_MANY_BATCH) await flush();
+        }
+        await flush();
+        await client.query('COMMIT');
+        return inserted;
+      } catch (error) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          // The session's state is unknown: fail with a non-database error so
+          // withClient discards the connection instead of pooling it.
+          throw new Error('bulk insert failed and could not be rolled back', { cause: error });
+        }
+        throw error;
+      }
+    });
+  }
+}

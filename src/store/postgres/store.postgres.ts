@@ -1,0 +1,55 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import type pg from 'pg';
+import { StoreUnavailableError } from '../../app/errors.js';
+import { migrateToLatest, type MigrationReport } from '../migrate.js';
+import type { Store } from '../store.js';
+import { createPgPool, isUnavailableError, withClient, type PgConfig } from './db-connect.postgres.js';
+import { postgresMigrations } from './migrations.postgres.js';
+import { PostgresPlantStore } from './plants-store.postgres.js';
+import { PostgresTokenStore } from './tokens-store.postgres.js';
+
+export async function migratePostgres(config: PgConfig): Promise<MigrationReport> {
+  // No statement timeout: a second instance starting at the same time waits
+  // on the migrator's lock for as long as the first one's DDL takes.
+  const db = new Kysely<unknown>({
+    dialect: new PostgresDialect({ pool: createPgPool(config, { max: 2, statementTimeoutMs: 0 }) }),
+  });
+  try {
+    return await migrateToLatest(db, postgresMigrations);
+  } catch (error) {
+    throw isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+  } finally {
+    await db.destroy();
+  }
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  readonly plants: PostgresPlantStore;
+  readonly tokens: PostgresTokenStore;
+  #closed: Promise<void> | undefined;
+
+  constructor(private readonly pool: pg.Pool) {
+    this.plants = new PostgresPlantStore(pool);
+    this.tokens = new PostgresTokenStore(pool);
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await withClient(this.pool, (client) => client.query('SELECT 1'));
+    } catch (error) {
+      throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
+    }
+  }
+
+  /** Ends the pool once; in-flight queries finish first, later calls answer StoreUnavailableError. */
+  close(): Promise<void> {
+    this.#closed ??= this.pool.end();
+    return this.#closed;
+  }
+}
+
+export async function openPostgresStore(config: PgConfig & { migrate?: boolean }): Promise<PostgresStore> {
+  if (config.migrate !== false) await migratePostgres(config);
+  return new PostgresStore(createPgPool(config));
+}

@@ -1,0 +1,73 @@
+import type pg from 'pg';
+import type { Scope, TokenRecord, TokenStore } from '../store.js';
+import { withClient } from './db-connect.postgres.js';
+
+interface TokenRow {
+  id: string;
+  owner: string;
+  scopes: string;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const toRecord = (row: TokenRow): TokenRecord => ({
+  id: row.id,
+  owner: row.owner,
+  scopes: row.scopes.split(' ') as Scope[],
+  createdAt: row.created_at,
+  expiresAt: row.expires_at ?? undefined,
+  revokedAt: row.revoked_at ?? undefined,
+});
+
+const COLUMNS = 'id, owner, scopes, created_at, expires_at, revoked_at';
+
+const INSERT = {
+  name: 'tokens_insert',
+  text: `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
+    VALUES ($1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz)`,
+} as const;
+const BY_HASH = { name: 'tokens_by_hash', text: `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea` } as const;
+const ALL = { name: 'tokens_all', text: `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id` } as const;
+// coalesce keeps the first revocation time when a token is revoked twice.
+const REVOKE_BY_ID = {
+  name: 'tokens_revoke_by_id',
+  text: 'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE id = $2::text',
+} as const;
+const REVOKE_BY_HASH = {
+  name: 'tokens_revoke_by_hash',
+  text: 'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE hash = $2::bytea',
+} as const;
+const COUNT = { name: 'tokens_count', text: 'SELECT count(*) AS n FROM tokens' } as const;
+
+export class PostgresTokenStore implements TokenStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
+    const values = [t.id, hash, t.owner, t.scopes.join(' '), t.createdAt, t.expiresAt ?? null];
+    await withClient(this.pool, (client) => client.query({ ...INSERT, values }));
+  }
+
+  async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
+    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>({ ...BY_HASH, values: [hash] }));
+    const row = rows[0];
+    return row && toRecord(row);
+  }
+
+  async list(): Promise<TokenRecord[]> {
+    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>(ALL));
+    return rows.map(toRecord);
+  }
+
+  async revoke(idOrHash: string | Buffer, at: Date): Promise<boolean> {
+    const query = typeof idOrHash === 'string' ? REVOKE_BY_ID : REVOKE_BY_HASH;
+    const { rowCount } = await withClient(this.pool, (client) => client.query({ ...query, values: [at, idOrHash] }));
+    return (rowCount ?? 0) > 0;
+  }
+
+  async count(): Promise<number> {
+    // count(*) is int8, which this pool reads as a bigint.
+    const { rows } = await withClient(this.pool, (client) => client.query<{ n: bigint }>(COUNT));
+    return Number(rows[0]!.n);
+  }
+}
