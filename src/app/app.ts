@@ -12,6 +12,7 @@ import { NewPlant, Plant } from '../schemas/plant.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { registerErrorHandling } from './error-handler.js';
+import { errors } from './errors.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { loggerOptions } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -36,7 +37,8 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Fastify's own 503 while closing has a body of another shape; ours is below.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   });
@@ -48,6 +50,10 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
   registerJsonBodyParser(app, config.bodyLimit);
   registerErrorHandling(app, config.bodyLimit);
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     void reply.headers({
       'x-request-id': request.id,
@@ -57,6 +63,10 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
       'x-frame-options': 'DENY',
       'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
     });
+    if (closing) {
+      void reply.header('connection', 'close');
+      throw errors.unavailable('the server is shutting down, try again');
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     const line = {

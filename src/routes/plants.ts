@@ -55,7 +55,16 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
         security,
         querystring: ListQuery,
         response: {
-          200: { ...PlantList, description: 'A page of plants' },
+          200: {
+            ...PlantList,
+            description: 'A page of plants',
+            headers: {
+              link: {
+                type: 'string',
+                description: 'Present when more plants remain: <URL of the next page>; rel="next"',
+              },
+            },
+          },
           ...errorResponses(400, ...authErrors),
         },
       },

@@ -13,9 +13,27 @@ const DESCRIPTIONS: Record<number, string> = {
   503: 'The store is unreachable or the server is shutting down',
 };
 
+const HEADERS: Record<number, Record<string, { type: 'string'; description: string }>> = {
+  401: {
+    'www-authenticate': {
+      type: 'string',
+      description: 'Bearer realm="plants", with error="invalid_token" when a token was sent but is not valid',
+    },
+  },
+  403: {
+    'www-authenticate': {
+      type: 'string',
+      description: 'Bearer realm="plants", error="insufficient_scope", scope="<the scope needed>"',
+    },
+  },
+};
+
 /** Response entries for the given error statuses, all pointing at the one Error schema. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   return Object.fromEntries(
-    statuses.map((s) => [s, Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error' })]),
+    statuses.map((s) => [
+      s,
+      Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error', ...(HEADERS[s] ? { headers: HEADERS[s] } : {}) }),
+    ]),
   );
 }
