@@ -14,7 +14,7 @@ import type { Store } from '../store/store.js';
 import { registerErrorHandling } from './error-handler.js';
 import { errors } from './errors.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { loggerOptions } from './logger.js';
+import { createLogger } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
@@ -28,7 +28,7 @@ export interface AppOptions {
 /** The whole service as an unlistened Fastify instance. */
 export async function buildApp(config: Readonly<Config>, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config),
+    loggerInstance: createLogger(config),
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,

@@ -1,13 +1,22 @@
-import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
+import { destination, pino } from 'pino';
 import type { Config } from '../config.js';
 
-/** pino options: JSON lines, pretty only on a terminal; requests are logged by the onResponse hook, headers never. */
-export function loggerOptions(config: Pick<Config, 'logLevel' | 'logPretty'>): FastifyServerOptions['logger'] {
-  return {
+/**
+ * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
+ * and written asynchronously: one write per request would cost a system call
+ * on the hot path. The buffer is flushed at least every second, and when the
+ * process exits.
+ */
+export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): FastifyBaseLogger {
+  const options = {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-    ...(config.logPretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   };
+  if (config.logPretty) {
+    return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } });
+  }
+  const logger = pino(options, destination({ dest: 1, sync: false, minLength: 4096 }));
+  setInterval(() => logger.flush(), 1000).unref();
+  return logger;
 }
-
-export type Logger = FastifyBaseLogger;

@@ -30,6 +30,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   if (token) announceToken(ctx, token, baseUrl(config, port));
+  (app.log as { flush?: () => void }).flush?.();
 
   return new Promise<number>((resolve) => {
     const stop = async (signal: NodeJS.Signals) => {
