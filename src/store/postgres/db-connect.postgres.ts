@@ -2,7 +2,7 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../../app/errors.js';
 import type { StoreConfig } from '../open-store.js';
 
-export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'>;
+export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'> & Partial<Pick<StoreConfig, 'durability'>>;
 
 export interface PgPoolOverrides {
   max?: number;
@@ -40,6 +40,9 @@ export function createPgPool(config: PgConfig, overrides: PgPoolOverrides = {}):
     keepAlive: true,
     application_name: 'plant-store',
     types: bigintTypes,
+    // durability=normal: a commit is acknowledged before PostgreSQL flushes
+    // its WAL. It still survives a crash of this process, not of PostgreSQL's host.
+    ...(config.durability === 'normal' ? { options: '-c synchronous_commit=off' } : {}),
   });
   // An idle client whose server went away emits here. pg-pool has already
   // dropped it and the next checkout opens a fresh connection; without a
