@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { INT64_MAX, INT64_MIN, Int64 } from './int64.js';
+import { Text } from './text.js';
 
 export const NAME_MAX_LENGTH = 256;
 export const TAG_MAX_LENGTH = 256;
@@ -7,16 +8,16 @@ export const INT32_MAX = 2 ** 31 - 1;
 
 const idMessage = `id must be an integer between ${INT64_MIN} and ${INT64_MAX}`;
 
-const name = Type.String({
+const name = Text({
   minLength: 1,
   maxLength: NAME_MAX_LENGTH,
-  description: `The name of the plant (1 to ${NAME_MAX_LENGTH} characters)`,
-  'x-error-message': `name must be a string of 1 to ${NAME_MAX_LENGTH} characters`,
+  description: `The name of the plant (1 to ${NAME_MAX_LENGTH} characters, no NUL)`,
+  'x-error-message': `name must be a string of 1 to ${NAME_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
 });
-const tag = Type.String({
+const tag = Text({
   maxLength: TAG_MAX_LENGTH,
-  description: `Tag that specifies the type (at most ${TAG_MAX_LENGTH} characters)`,
-  'x-error-message': `tag must be a string of at most ${TAG_MAX_LENGTH} characters`,
+  description: `Tag that specifies the type (at most ${TAG_MAX_LENGTH} characters, no NUL)`,
+  'x-error-message': `tag must be a string of at most ${TAG_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
 });
 
 export const Plant = Type.Object(

@@ -1,0 +1,311 @@
+// GET /openapi.json: a valid OpenAPI 3.1 document that describes what the
+// service really answers. Real responses are validated against the schema the
+// document declares for their status, and every status seen must be documented.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../src/app/app.js';
+import { issueToken } from '../src/auth/tokens.js';
+import { useApp } from './helpers/app.js';
+import { createRaw, newOwner } from './helpers/plants-http.js';
+import { describeEachStore } from './helpers/stores.js';
+
+const DOC_ID = 'https://plant-store.test/openapi.json';
+
+/** Statuses the document may list that a healthy service cannot be made to answer on demand. */
+const NOT_PRODUCIBLE = new Set(['500', '503']);
+
+interface Operation {
+  operationId?: string;
+  security?: Array<Record<string, string[]>>;
+  parameters?: Array<{ name: string; in: string; required?: boolean; schema: Record<string, unknown> }>;
+  requestBody?: { content: Record<string, { schema: unknown }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }>;
+}
+interface OpenApiDoc {
+  openapi: string;
+  info: { version: string; title: string };
+  security?: Array<Record<string, unknown>>;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, unknown>; securitySchemes: Record<string, Record<string, unknown>> };
+}
+
+const PLANT_OPERATIONS = [
+  ['/plants', 'post'],
+  ['/plants', 'get'],
+  ['/plants/{id}', 'delete'],
+] as const;
+
+/** A JSON pointer into the document, as a URI fragment. */
+function pointer(...parts: string[]): string {
+  return '#/' + parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+}
+
+/** Ajv 2020 with the whole document (and so components.schemas) loaded, and the OpenAPI integer formats. */
+function documentValidator(doc: OpenApiDoc) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  ajv.addSchema(structuredClone(doc) as object, DOC_ID);
+  const cache = new Map<string, ValidateFunction>();
+  return (ref: string): ValidateFunction => {
+    let fn = cache.get(ref);
+    if (!fn) {
+      fn = ajv.compile({ $ref: `${DOC_ID}${ref}` });
+      cache.set(ref, fn);
+    }
+    return fn;
+  };
+}
+
+describeEachStore('OpenAPI document', (fx) => {
+  const h = useApp(fx);
+  let doc: OpenApiDoc;
+  let schemaAt: (ref: string) => ValidateFunction;
+
+  before(async () => {
+    const res = await h.request({ method: 'GET', url: '/openapi.json' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers['content-type']), /^application\/json\b/);
+    doc = JSON.parse(res.body) as OpenApiDoc;
+    schemaAt = documentValidator(doc);
+  });
+
+  describe('the document', () => {
+    it('is a valid OpenAPI 3.1 document', async () => {
+      assert.match(doc.openapi, /^3\.1\.\d+$/);
+      const validator = new Validator();
+      const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>);
+      assert.equal(result.valid, true, `OpenAPI schema errors: ${JSON.stringify(result.errors, null, 1)}`);
+      assert.equal(validator.version, '3.1');
+    });
+
+    it('carries info.version 1.0.0', () => {
+      assert.equal(doc.info.version, '1.0.0');
+      assert.equal(typeof doc.info.title, 'string');
+    });
+
+    it('declares bearerAuth as HTTP bearer and requires it on every plant operation', () => {
+      const scheme = doc.components.securitySchemes.bearerAuth;
+      assert.ok(scheme, 'components.securitySchemes.bearerAuth');
+      assert.equal(scheme.type, 'http');
+      assert.equal(String(scheme.scheme).toLowerCase(), 'bearer');
+      for (const [path, method] of PLANT_OPERATIONS) {
+        const op = doc.paths[path]?.[method];
+        assert.ok(op, `${method.toUpperCase()} ${path} is documented`);
+        const security = op.security ?? doc.security;
+        assert.ok(Array.isArray(security) && security.length > 0, `${method} ${path} has security`);
+        // Every alternative needs bearerAuth: there is no way around the token.
+        for (const requirement of security) {
+          assert.ok('bearerAuth' in requirement, `${method} ${path}: ${JSON.stringify(requirement)}`);
+        }
+      }
+    });
+
+    it('leaves the health endpoints open', () => {
+      for (const path of ['/healthz', '/readyz']) {
+        const op = doc.paths[path]?.get;
+        assert.ok(op, `GET ${path} is documented`);
+        const security = op.security ?? doc.security ?? [];
+        assert.ok(security.length === 0 || security.some((r) => Object.keys(r).length === 0), `GET ${path} needs no token`);
+      }
+    });
+
+    it('yields response schemas that really constrain bodies (the checks below are not vacuous)', () => {
+      const plant = schemaAt(pointer('paths', '/plants', 'post', 'responses', '200', 'content', 'application/json', 'schema'));
+      assert.equal(plant({ name: 'x', tag: 'y' }), true);
+      for (const bad of [{}, { name: 5 }, { name: 'x', id: 1 }, { name: 'x', tag: null }, [{ name: 'x' }]]) {
+        assert.equal(plant(bad), false, JSON.stringify(bad));
+      }
+      const list = schemaAt(pointer('paths', '/plants', 'get', 'responses', '200', 'content', 'application/json', 'schema'));
+      assert.equal(list([{ name: 'x' }, { name: 'y', tag: '' }]), true);
+      assert.equal(list([{ name: 'x', id: 1 }]), false);
+      const error = schemaAt(pointer('paths', '/plants/{id}', 'delete', 'responses', '404', 'content', 'application/json', 'schema'));
+      assert.equal(error({ error: 404, message: 'no plant' }), true);
+      for (const bad of [{ error: 404 }, { message: 'm' }, { error: '404', message: 'm' }, { error: 4.5, message: 'm' }, { error: 2 ** 31, message: 'm' }]) {
+        assert.equal(error(bad), false, JSON.stringify(bad));
+      }
+    });
+
+    it('describes the NewPlant body, the limit and cursor query parameters and the int64 path id', () => {
+      const body = doc.paths['/plants']!.post!.requestBody!.content['application/json']!.schema as Record<string, unknown>;
+      const props = body.properties as Record<string, Record<string, unknown>>;
+      assert.deepEqual([...(body.required as string[])].sort(), ['id', 'name']);
+      assert.equal(props.id!.type, 'integer');
+      assert.equal(props.id!.format, 'int64');
+      assert.equal(props.name!.type, 'string');
+      assert.equal(props.tag!.type, 'string');
+      const params = doc.paths['/plants']!.get!.parameters ?? [];
+      const limit = params.find((p) => p.name === 'limit');
+      assert.ok(limit && limit.in === 'query' && !limit.required);
+      assert.equal(limit.schema.type, 'integer');
+      assert.equal(limit.schema.minimum, 1);
+      assert.ok(params.some((p) => p.name === 'cursor' && p.in === 'query' && !p.required));
+      const id = doc.paths['/plants/{id}']!.delete!.parameters?.find((p) => p.name === 'id');
+      assert.ok(id && id.in === 'path' && id.required);
+      assert.equal(id.schema.type, 'integer');
+      assert.equal(id.schema.format, 'int64');
+    });
+  });
+
+  describe('real responses match the document', () => {
+    const seen = new Map<string, Set<string>>(); // "METHOD path" → statuses answered
+
+    /** Validates a real response against the document's entry for its operation and status. */
+    function conforms(path: string, method: string, res: LightMyRequestResponse): void {
+      const op = doc.paths[path]?.[method.toLowerCase()];
+      assert.ok(op, `${method} ${path} is not in the document`);
+      const status = String(res.statusCode);
+      const key = `${method} ${path}`;
+      seen.set(key, (seen.get(key) ?? new Set()).add(status));
+      const documented = op.responses[status];
+      assert.ok(documented, `${key} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`);
+      const content = documented.content?.['application/json'];
+      if (!content) {
+        assert.equal(res.body, '', `${key} ${status} is documented without a body`);
+        return;
+      }
+      assert.match(String(res.headers['content-type']), /^application\/json\b/, `${key} ${status} content type`);
+      const validate = schemaAt(pointer('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema'));
+      const body = JSON.parse(res.body) as unknown;
+      assert.ok(validate(body), `${key} ${status} body ${res.body} breaks its schema: ${JSON.stringify(validate.errors)}`);
+    }
+
+    const auth = { read: '', write: '', both: '', owner: '' };
+    before(async () => {
+      auth.owner = newOwner('doc');
+      auth.both = await h.token(auth.owner);
+      auth.read = await h.token(auth.owner, { scopes: ['plants:read'] });
+      auth.write = await h.token(auth.owner, { scopes: ['plants:write'] });
+    });
+
+    it('POST /plants: 200, 400, 401, 403, 409, 413, 415', async () => {
+      const post = async (token: string | undefined, raw: string, headers: Record<string, string> = {}) => {
+        const res = await createRaw(h, token, raw, headers);
+        conforms('/plants', 'POST', res);
+        return res.statusCode;
+      };
+      assert.equal(await post(auth.both, '{"id":1,"name":"Fern"}'), 200);
+      assert.equal(await post(auth.both, '{"id":2,"name":"Palm","tag":"tree"}'), 200);
+      assert.equal(await post(auth.both, '{"id":9223372036854775807,"name":"Max"}'), 200);
+      assert.equal(await post(auth.both, '{"id":1,"name":"Fern"}'), 200);
+      assert.equal(await post(auth.both, '{"id":1,"name":"Other"}'), 409);
+      assert.equal(await post(auth.both, '{"id":"1","name":"Fern"}'), 400);
+      assert.equal(await post(auth.both, '{"id":'), 400);
+      assert.equal(await post(auth.both, '{"id":3,"name":"x","extra":1}'), 400);
+      assert.equal(await post(undefined, '{"id":3,"name":"x"}'), 401);
+      assert.equal(await post('plnt_' + 'A'.repeat(43), '{"id":3,"name":"x"}'), 401);
+      assert.equal(await post(auth.read, '{"id":3,"name":"x"}'), 403);
+      assert.equal(await post(auth.both, `{"id":3,"name":"${'x'.repeat(1024 * 1024)}"}`), 413);
+      assert.equal(await post(auth.both, '{"id":3,"name":"x"}', { 'content-type': 'text/plain' }), 415);
+    });
+
+    it('GET /plants: 200, 400, 401, 403', async () => {
+      const get = async (token: string | undefined, url: string) => {
+        const res = await h.request({ method: 'GET', url, token });
+        conforms('/plants', 'GET', res);
+        return res;
+      };
+      const full = await get(auth.both, '/plants');
+      assert.equal(full.statusCode, 200);
+      assert.deepEqual(JSON.parse(full.body), [{ name: 'Fern' }, { name: 'Palm', tag: 'tree' }, { name: 'Max' }]);
+      const first = await get(auth.read, '/plants?limit=1');
+      assert.equal(first.statusCode, 200);
+      const next = /^<([^>]+)>; rel="next"$/.exec(String(first.headers.link))?.[1];
+      assert.ok(next, 'a Link to the next page');
+      assert.equal((await get(auth.read, next)).statusCode, 200);
+      assert.equal((await get(auth.both, '/plants?limit=0')).statusCode, 400);
+      assert.equal((await get(auth.both, '/plants?cursor=nope')).statusCode, 400);
+      assert.equal((await get(auth.both, '/plants?page=2')).statusCode, 400);
+      assert.equal((await get(undefined, '/plants')).statusCode, 401);
+      assert.equal((await get(auth.write, '/plants')).statusCode, 403);
+    });
+
+    it('DELETE /plants/{id}: 204, 400, 401, 403, 404', async () => {
+      const del = async (token: string | undefined, id: string) => {
+        const res = await h.request({ method: 'DELETE', url: `/plants/${id}`, token });
+        conforms('/plants/{id}', 'DELETE', res);
+        return res.statusCode;
+      };
+      assert.equal(await del(auth.write, '2'), 204);
+      assert.equal(await del(auth.write, '2'), 404);
+      assert.equal(await del(auth.both, '9223372036854775807'), 204);
+      assert.equal(await del(auth.both, '9223372036854775808'), 400);
+      assert.equal(await del(auth.both, 'fern'), 400);
+      assert.equal(await del(undefined, '1'), 401);
+      assert.equal(await del(auth.read, '1'), 403);
+    });
+
+    it('GET /healthz and GET /readyz: 200', async () => {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await h.request({ method: 'GET', url: path });
+        assert.equal(res.statusCode, 200);
+        conforms(path, 'GET', res);
+      }
+    });
+
+    it('with the store gone, every answer is still a documented one', async () => {
+      const store = await fx.open();
+      const app = await buildApp(fx.config(), { store });
+      try {
+        await app.ready();
+        const { token } = await issueToken(store.tokens, { owner: newOwner('gone') });
+        const authorization = `Bearer ${token}`;
+        assert.equal((await app.inject({ method: 'GET', url: '/plants', headers: { authorization } })).statusCode, 200);
+        await store.close();
+        const requests = [
+          ['/readyz', 'GET', { method: 'GET', url: '/readyz' }],
+          ['/plants', 'GET', { method: 'GET', url: '/plants', headers: { authorization } }],
+          ['/plants', 'POST', { method: 'POST', url: '/plants', headers: { authorization, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' }],
+          ['/plants/{id}', 'DELETE', { method: 'DELETE', url: '/plants/1', headers: { authorization } }],
+        ] as const;
+        for (const [path, method, opts] of requests) {
+          const res = await app.inject(opts);
+          assert.ok(res.statusCode >= 500, `${method} ${path} with the store closed answered ${res.statusCode}`);
+          conforms(path, method, res);
+        }
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('every documented status of every plant operation was answered above', () => {
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(ops)) {
+          const key = `${method.toUpperCase()} ${path}`;
+          const answered = seen.get(key) ?? new Set<string>();
+          const missing = Object.keys(op.responses).filter((s) => !answered.has(s) && !NOT_PRODUCIBLE.has(s));
+          assert.deepEqual(missing, [], `${key}: documented but never produced`);
+        }
+      }
+      assert.ok(seen.size >= 5, `operations exercised: ${[...seen.keys()].join(', ')}`);
+    });
+  });
+
+  describe('the document and the server agree on request bodies', () => {
+    const bodies: Array<[string, Record<string, unknown>]> = [
+      ['a plant with a tag', { id: 100, name: 'Fern', tag: 'green' }],
+      ['a plant without a tag', { id: 101, name: 'Moss' }],
+      ['an empty tag', { id: 102, name: 'Ivy', tag: '' }],
+      ['a 256-character name', { id: 103, name: 'n'.repeat(256) }],
+      ['a 257-character name', { id: 104, name: 'n'.repeat(257) }],
+      ['an empty name', { id: 105, name: '' }],
+      ['a null tag', { id: 106, name: 'x', tag: null }],
+      ['an unknown property', { id: 107, name: 'x', color: 'red' }],
+      ['no id', { name: 'x' }],
+      ['a string id', { id: '108', name: 'x' }],
+      ['a fractional id', { id: 108.5, name: 'x' }],
+      ['a name of 129 characters outside the BMP', { id: 109, name: '\u{1F33F}'.repeat(129) }],
+    ];
+    for (const [what, body] of bodies) {
+      it(`${what}: accepted by the server exactly when the documented schema accepts it`, async () => {
+        const token = await h.token(newOwner('agree'));
+        const valid = schemaAt(pointer('paths', '/plants', 'post', 'requestBody', 'content', 'application/json', 'schema'))(body);
+        const res = await createRaw(h, token, JSON.stringify(body));
+        assert.equal(res.statusCode, valid ? 200 : 400, `document says ${valid ? 'valid' : 'invalid'}, server answered ${res.statusCode}: ${res.body}`);
+      });
+    }
+  });
+});
