@@ -30,14 +30,20 @@ const bigintTypes: pg.CustomTypesConfig = {
 // All connection setup for the PostgreSQL store lives here, so the server's
 // pool and the migrator's get the same settings.
 export function createPgPool(config: PgConfig, overrides: PgPoolOverrides = {}): pg.Pool {
+  const statementTimeout = overrides.statementTimeoutMs ?? config.pgStatementTimeoutMs;
   const pool = new pg.Pool({
     connectionString: config.db,
     max: overrides.max ?? config.pgPoolSize,
-    statement_timeout: overrides.statementTimeoutMs ?? config.pgStatementTimeoutMs,
+    statement_timeout: statementTimeout,
+    // statement_timeout is enforced by the server, which never sees the query
+    // when the network drops packets; this client-side limit turns such a hang
+    // into a 503 a second after the server would have given up.
+    ...(statementTimeout > 0 ? { query_timeout: statementTimeout + 1000 } : {}),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // Detects a peer that vanished without closing the socket (host down,
     // network partition) instead of waiting on it forever.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: 'plant-store',
     types: bigintTypes,
     // durability=normal: a commit is acknowledged before PostgreSQL flushes
@@ -72,7 +78,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '5330
 
 // pg and pg-pool report lost or unobtainable connections with plain Errors.
 const UNAVAILABLE_MESSAGES =
-  /^(Connection terminated|timeout exceeded when trying to connect|timeout expired|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)/;
+  /^(Connection terminated|timeout exceeded when trying to connect|timeout expired|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end on the pool|Query read timeout)/;
 
 function codeOf(error: object): string | undefined {
   const code = (error as { code?: unknown }).code;
