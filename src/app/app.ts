@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { bearerAuth } from '../auth/bearer.js';
@@ -11,14 +12,33 @@ import { ErrorBody } from '../schemas/error.js';
 import { NewPlant, Plant } from '../schemas/plant.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
-import { registerErrorHandling } from './error-handler.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
+import { SECURITY_HEADERS } from './headers.js';
 import { errors } from './errors.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { createLogger } from './logger.js';
+import { closeLogger, createLogger } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+// Tokens are never accepted in URLs, but a client may still put one there:
+// keep it out of the logs.
+const redactUrl = (url: string) => (url.includes('plnt_') ? url.replace(/plnt_[A-Za-z0-9_-]*/g, 'plnt_[redacted]') : url);
+
+/**
+ * Node answers "Expect: 100-continue" by inviting the body before any hook
+ * runs. Invite it only when it could be accepted: with credentials and within
+ * the size limit; otherwise the request goes straight to the handlers, which
+ * refuse it (401, 413) without reading the body.
+ */
+function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
+  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (req.headers.authorization !== undefined && !(length > bodyLimit)) res.writeContinue();
+    app.server.emit('request', req, res);
+  });
+}
 
 export interface AppOptions {
   /** An already open store; when absent, the app opens the one config.db names and closes it with the app. */
@@ -41,7 +61,10 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    frameworkErrors,
+    clientErrorHandler,
   });
+  app.addHook('onClose', async () => closeLogger(app.log));
 
   const store = options.store ?? (await openStore(config));
   if (!options.store) app.addHook('onClose', () => store.close());
@@ -55,30 +78,26 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     closing = true;
   });
   app.addHook('onRequest', async (request, reply) => {
-    void reply.headers({
-      'x-request-id': request.id,
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
-      'x-frame-options': 'DENY',
-      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-    });
-    if (closing) {
-      void reply.header('connection', 'close');
-      throw errors.unavailable('the server is shutting down, try again');
-    }
+    void reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    if (closing) throw errors.unavailable('the server is shutting down, try again');
+  });
+  // While shutting down, every answer closes its connection, so keep-alive
+  // clients cannot hold the server open past the grace period.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) void reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (request, reply) => {
     const line = {
       method: request.method,
-      url: request.url,
+      url: redactUrl(request.url),
       statusCode: reply.statusCode,
       responseTime: Math.round(reply.elapsedTime * 100) / 100,
       owner: request.principal?.owner,
     };
-    if (reply.statusCode >= 500) request.log.error(line, 'request failed');
+    if (reply.statusCode >= 500) request.log.error({ ...line, err: request.failure }, 'request failed');
     else request.log.info(line, 'request completed');
   });
+  refuseEarly(app, config.bodyLimit);
 
   for (const schema of [ErrorBody, Plant, NewPlant]) app.addSchema(schema);
   await app.register(swagger, {

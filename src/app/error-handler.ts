@@ -1,7 +1,16 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
-import { InvalidCursorError } from '../store/store.js';
-import { AppError, StoreUnavailableError, errors } from './errors.js';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
+import { AppError, errors } from './errors.js';
+import { SECURITY_HEADERS } from './headers.js';
 import { RequestValidationError } from './validation.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The cause of a 5xx, logged once with the request line. */
+    failure?: unknown;
+  }
+}
 
 /** Maps anything thrown while handling a request onto the error catalog. */
 function toAppError(error: FastifyError | Error, bodyLimit: number, contentType: string | undefined): AppError {
@@ -16,8 +25,6 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
       return errors.unsupportedMediaType(contentType);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.badRequest('Content-Length does not match the length of the body');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return errors.badRequest('request body is empty: send a JSON object');
   }
   if (fastifyError.statusCode === 400) return errors.badRequest(fastifyError.message);
   if (fastifyError.statusCode === 413) return errors.payloadTooLarge(bodyLimit);
@@ -25,23 +32,56 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
   return errors.internal();
 }
 
+// A request refused before its body was read: close the connection rather
+// than have Node read and discard a body nobody wants.
+const hasUnreadBody = (request: FastifyRequest) =>
+  request.body === undefined &&
+  (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0);
+
+export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+  if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request)) void reply.header('connection', 'close');
+  return reply
+    .code(error.statusCode)
+    .headers(error.headers)
+    .type('application/json; charset=utf-8')
+    .send({ error: error.statusCode, message: error.message });
+}
+
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler<FastifyError>((error, request, reply) => {
     const appError = toAppError(error, bodyLimit, request.headers['content-type']);
     // 5xx details go to the log only; the client gets the catalog's message.
-    if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
-    void reply
-      .code(appError.statusCode)
-      .headers(appError.headers)
-      .type('application/json; charset=utf-8')
-      .send({ error: appError.statusCode, message: appError.message });
+    if (appError.statusCode >= 500) request.failure = error;
+    return sendError(reply, appError);
   });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!.slice(0, 200);
-    void reply
-      .code(404)
-      .type('application/json; charset=utf-8')
-      .send({ error: 404, message: `no route for ${request.method} ${path}` });
+    return sendError(reply, errors.notFound(`no route for ${request.method} ${path}`));
   });
+}
+
+/** Errors Fastify raises before routing (bad percent-encoding, over-long path parameters). */
+export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors']> = (error, _request, reply) => {
+  const appError =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? errors.uriTooLong() : errors.badRequest('the request URL is not valid');
+  void reply.headers(SECURITY_HEADERS);
+  void sendError(reply, appError);
+};
+
+/** Requests Node's HTTP parser rejects never reach Fastify: answer them in the same Error shape. */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const appError = error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.badRequest('malformed HTTP request');
+  const body = JSON.stringify({ error: appError.statusCode, message: appError.message });
+  const headers = Object.entries({ ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8' })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${appError.statusCode} ${appError.statusCode === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      `${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'URI_TOO_LONG'
+  | 'HEADERS_TOO_LARGE'
   | 'INTERNAL'
   | 'UNAVAILABLE';
 
@@ -58,17 +60,13 @@ export const errors = {
       'UNSUPPORTED_MEDIA_TYPE',
       415,
       contentType
-        ? `unsupported Content-Type "${contentType}": send application/json`
+        ? `unsupported Content-Type "${contentType.slice(0, 100)}": send application/json (UTF-8)`
         : 'missing Content-Type: send application/json',
     ),
+  unsupportedEncoding: (encoding: string) =>
+    new AppError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported Content-Encoding "${encoding.slice(0, 100)}": send the body uncompressed`),
+  uriTooLong: () => new AppError('URI_TOO_LONG', 414, 'the request URL is too long'),
+  headersTooLarge: () => new AppError('HEADERS_TOO_LARGE', 431, 'the request headers are too large'),
   internal: () => new AppError('INTERNAL', 500, 'internal server error'),
   unavailable: (what = 'the store is unavailable, try again shortly') => new AppError('UNAVAILABLE', 503, what),
 } as const;
-
-/** Thrown by stores when the database cannot be reached; answered as 503. */
-export class StoreUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super('store unavailable', { cause });
-    this.name = 'StoreUnavailableError';
-  }
-}

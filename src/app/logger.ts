@@ -17,6 +17,14 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Fa
     return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } });
   }
   const logger = pino(options, destination({ dest: 1, sync: false, minLength: 4096 }));
-  setInterval(() => logger.flush(), 1000).unref();
+  timers.set(logger, setInterval(() => logger.flush(), 1000).unref());
   return logger;
+}
+
+const timers = new WeakMap<object, NodeJS.Timeout>();
+
+/** Writes out what is buffered and stops the periodic flush. */
+export function closeLogger(logger: FastifyBaseLogger): void {
+  clearInterval(timers.get(logger));
+  (logger as { flush?: () => void }).flush?.();
 }

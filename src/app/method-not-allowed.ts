@@ -28,13 +28,15 @@ export function trackMethods(app: FastifyInstance): () => void {
         exposeHeadRoute: false,
         config: { methodNotAllowed: true },
         schema: { hide: true },
-        handler: async (request, reply) => {
+        // Answered from onRequest, before any body is read or parsed.
+        onRequest: async (request, reply) => {
           if (request.method === 'OPTIONS') {
             void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', '));
             return reply.send();
           }
           throw errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']);
         },
+        handler: async () => undefined,
       });
     }
   });

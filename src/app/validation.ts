@@ -32,7 +32,10 @@ function describe(error: ValueError, part: Part, root: TSchema): string {
     return part === 'body' ? `${key} is required` : `${where} ${key} is required`;
   }
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    return `unknown ${where} "${key}"`;
+    return `unknown ${where} "${key.length > 64 ? `${key.slice(0, 64)}…` : key}"`;
+  }
+  if (error.path === '' && part === 'body' && error.value === undefined) {
+    return 'request body is required: send a JSON object';
   }
   const message = (error.schema as { 'x-error-message'?: string })['x-error-message'];
   if (message) return message;

@@ -23,6 +23,12 @@ declare module 'fastify' {
 // RFC 7235: the scheme name is case-insensitive; RFC 6750 b64token syntax.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
+function countAuthorization(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') n++;
+  return n;
+}
+
 /**
  * onRequest hook: runs before the body is read, so a request without valid
  * credentials is answered 401 whatever it carries.
@@ -33,6 +39,9 @@ export function bearerAuth(cache: TokenCache) {
     if (!scope) return;
     const header = request.headers.authorization;
     if (header === undefined || !/^bearer(\s|$)/i.test(header)) throw errors.missingCredentials();
+    // Node keeps the first of several Authorization headers; a proxy might use
+    // another one. Refuse the ambiguity instead of guessing.
+    if (countAuthorization(request.raw.rawHeaders) > 1) throw errors.invalidToken('more than one Authorization header');
     const token = BEARER.exec(header)?.[1];
     if (!token || !looksLikeToken(token)) throw errors.invalidToken('malformed token');
     const record = await cache.lookup(hashToken(token));

@@ -66,3 +66,11 @@ export class InvalidCursorError extends Error {
     this.name = 'InvalidCursorError';
   }
 }
+
+/** Thrown by stores when the database cannot be reached; answered as 503. */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('store unavailable', { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
-import { StoreUnavailableError } from '../../app/errors.js';
+import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
 import { createPgPool, isUnavailableError, withClient, type PgConfig } from './db-connect.postgres.js';

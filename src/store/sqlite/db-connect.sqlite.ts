@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -7,12 +7,15 @@ export type Durability = 'full' | 'normal';
 export interface SqliteOptions {
   path: string;
   durability: Durability;
+  /** Fail instead of creating the file (and its folder) when it does not exist. */
+  mustExist?: boolean;
 }
 
 // All connection setup for the SQLite store lives here, so every connection
 // (the server's, the CLI's, the migrator's) gets the same pragmas.
-export function openSqlite({ path, durability }: SqliteOptions): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+export function openSqlite({ path, durability, mustExist = false }: SqliteOptions): Database.Database {
+  if (mustExist && !existsSync(path)) throw new Error(`no database at ${path}`);
+  mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   // WAL lets readers run while a writer commits, and makes a commit a single
   // append to the log.

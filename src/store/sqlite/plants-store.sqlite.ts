@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { InvalidCursorError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
+import { INT64_MAX } from '../../schemas/int64.js';
 import type { GroupCommit } from './group-commit.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
@@ -17,8 +18,9 @@ function encodeCursor(seq: bigint): string {
 
 function decodeCursor(cursor: string): bigint {
   const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!m || encodeCursor(BigInt(m[1]!)) !== cursor) throw new InvalidCursorError();
-  return BigInt(m[1]!);
+  const seq = m ? BigInt(m[1]!) : -1n;
+  if (seq < 1n || seq > INT64_MAX || encodeCursor(seq) !== cursor) throw new InvalidCursorError();
+  return seq;
 }
 
 export class SqlitePlantStore implements PlantStore {

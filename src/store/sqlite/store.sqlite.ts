@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { StoreUnavailableError } from '../../app/errors.js';
+import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
@@ -9,11 +9,24 @@ import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
 import { SqliteTokenStore } from './tokens-store.sqlite.js';
 
+/**
+ * Kysely's SQLite migrator takes no lock across processes, and two servers
+ * starting at once on a new file could both create the tables. So the whole
+ * migration runs in one BEGIN IMMEDIATE transaction: it holds SQLite's write
+ * lock, the others wait on busy_timeout and then find nothing left to do, and
+ * a failed migration leaves no half-applied schema. (Kysely runs SQLite
+ * migrations without a transaction of its own, so they join this one.)
+ */
 export async function migrateSqlite(options: SqliteOptions): Promise<MigrationReport> {
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: openSqlite(options) }) });
+  const database = openSqlite(options);
+  database.exec('BEGIN IMMEDIATE');
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
   try {
-    return await migrateToLatest(db, sqliteMigrations);
+    const report = await migrateToLatest(db, sqliteMigrations);
+    database.exec('COMMIT');
+    return report;
   } finally {
+    if (database.inTransaction) database.exec('ROLLBACK');
     await db.destroy();
   }
 }
