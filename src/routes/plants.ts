@@ -4,6 +4,7 @@ import { errors } from '../app/errors.js';
 import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
+import { PageCache, type PageEntry } from './page-cache.js';
 
 export interface PlantRoutesOptions {
   plants: PlantStore;
@@ -15,6 +16,8 @@ const security = [{ bearerAuth: [] }];
 const authErrors = [401, 403, 500, 503];
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit }) => {
+  const pages = new PageCache();
+
   app.post<{ Body: NewPlant }>(
     '/plants',
     {
@@ -70,12 +73,21 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
       },
     },
     async (request, reply) => {
+      const owner = request.principal.owner;
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
-      const page = await plants.list(request.principal.owner, limit, request.query.cursor);
-      if (page.next !== undefined) {
-        void reply.header('link', `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`);
+      const cursor = request.query.cursor;
+      // Repeated reads of an unchanged page are answered from memory.
+      const epoch = plants.changeEpoch?.();
+      const key = `${owner}\n${limit}\n${cursor ?? ''}`;
+      let entry: PageEntry | undefined = epoch === undefined ? undefined : pages.get(key, epoch);
+      if (entry === undefined) {
+        const page = await plants.list(owner, limit, cursor);
+        const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
+        entry = { epoch: epoch ?? 0, body: reply.serialize(page.plants) as string, link };
+        if (epoch !== undefined) pages.set(key, entry);
       }
-      return page.plants;
+      if (entry.link !== undefined) void reply.header('link', entry.link);
+      return reply.type('application/json; charset=utf-8').send(entry.body);
     },
   );
 

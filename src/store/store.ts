@@ -27,6 +27,12 @@ export interface PlantStore {
   list(owner: string, limit: number, cursor?: string): Promise<PlantPage>;
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
+  /**
+   * A number that changes whenever any plant may have changed, through this
+   * process or another. Stores that cannot tell cheaply leave it out, and
+   * their list pages are never reused.
+   */
+  changeEpoch?(): number;
 }
 
 export type Scope = 'plants:read' | 'plants:write';

@@ -21,7 +21,11 @@ export class GroupCommit {
   readonly #commit: Database.Statement;
   readonly #rollback: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
+  /** @param onCommit runs right after each successful COMMIT, before any caller is answered. */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly onCommit: () => void = () => {},
+  ) {
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
@@ -86,6 +90,7 @@ export class GroupCommit {
       for (const w of batch) w.reject(error);
       return;
     }
+    this.onCommit();
     for (let i = 0; i < batch.length; i++) {
       const w = batch[i]!;
       if (failures.has(i)) w.reject(failures.get(i));

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
-import { InvalidCursorError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
+import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
 import { INT64_MAX } from '../../schemas/int64.js';
+import type { ChangeEpoch } from './change-epoch.js';
 import type { GroupCommit } from './group-commit.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
@@ -30,8 +31,9 @@ export class SqlitePlantStore implements PlantStore {
   readonly #page: Database.Statement<[string, bigint, number]>;
 
   constructor(
-    db: Database.Database,
+    private readonly db: Database.Database,
     private readonly writes: GroupCommit,
+    private readonly changes: ChangeEpoch,
   ) {
     this.#insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING');
     this.#find = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
@@ -42,7 +44,13 @@ export class SqlitePlantStore implements PlantStore {
       .safeIntegers(true);
   }
 
+  // A closed store (shutting down) is unavailable, like an unreachable database.
+  #ensureOpen(): void {
+    if (!this.db.open) throw new StoreUnavailableError(new Error('the SQLite store is closed'));
+  }
+
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+    this.#ensureOpen();
     const tag = plant.tag ?? null;
     return this.writes.run(() => {
       if (this.#insert.run(owner, plant.id, plant.name, tag).changes === 1) return 'created';
@@ -52,6 +60,7 @@ export class SqlitePlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
+    this.#ensureOpen();
     const after = cursor === undefined ? 0n : decodeCursor(cursor);
     const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
     const more = rows.length > limit;
@@ -65,13 +74,19 @@ export class SqlitePlantStore implements PlantStore {
   }
 
   delete(owner: string, id: bigint): Promise<boolean> {
+    this.#ensureOpen();
     return this.writes.run(() => this.#delete.run(owner, id).changes === 1);
+  }
+
+  changeEpoch(): number {
+    this.#ensureOpen();
+    return this.changes.current();
   }
 
   /** Bulk load for benchmarks and imports: one transaction, no HTTP. */
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): number {
     let n = 0;
-    this.#insert.database.transaction(() => {
+    this.db.transaction(() => {
       for (const p of plants) n += this.#insert.run(owner, p.id, p.name, p.tag ?? null).changes;
     })();
     return n;

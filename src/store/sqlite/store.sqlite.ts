@@ -4,6 +4,7 @@ import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
+import { ChangeEpoch } from './change-epoch.js';
 import { GroupCommit } from './group-commit.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
@@ -39,8 +40,9 @@ export class SqliteStore implements Store {
   readonly #ping: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
-    this.#writes = new GroupCommit(db);
-    this.plants = new SqlitePlantStore(db, this.#writes);
+    const changes = new ChangeEpoch(db);
+    this.#writes = new GroupCommit(db, () => changes.bump());
+    this.plants = new SqlitePlantStore(db, this.#writes, changes);
     this.tokens = new SqliteTokenStore(db);
     this.#ping = db.prepare('SELECT 1');
   }
