@@ -77,29 +77,37 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
   registerErrorHandling(app, config.bodyLimit);
 
   let closing = false;
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', (done) => {
     closing = true;
+    // Keep-alive connections would otherwise hold the server open: close each
+    // one as soon as its in-flight request has been answered.
+    const reap = setInterval(() => app.server.closeIdleConnections(), 50);
+    app.server.once('close', () => clearInterval(reap));
+    done();
   });
-  app.addHook('onRequest', async (request, reply) => {
-    void reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
-    if (closing) throw errors.unavailable('the server is shutting down, try again');
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      return done(errors.unavailable('the server is shutting down, try again'));
+    }
+    done();
   });
-  // While shutting down, every answer closes its connection, so keep-alive
-  // clients cannot hold the server open past the grace period.
-  app.addHook('onSend', async (_request, reply) => {
-    if (closing) void reply.header('connection', 'close');
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    const line = {
-      reqId: request.id,
-      method: request.method,
-      url: redactUrl(request.url),
-      statusCode: reply.statusCode,
-      responseTime: Math.round(reply.elapsedTime * 100) / 100,
-      owner: request.principal?.owner,
-    };
-    if (reply.statusCode >= 500) request.log.error({ ...line, err: request.failure }, 'request failed');
-    else request.log.info(line, 'request completed');
+  app.addHook('onResponse', (request, reply, done) => {
+    const failed = reply.statusCode >= 500;
+    if (failed || (app.log as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')) {
+      const line = {
+        reqId: request.id,
+        method: request.method,
+        url: redactUrl(request.url),
+        statusCode: reply.statusCode,
+        responseTime: Math.round(reply.elapsedTime * 100) / 100,
+        owner: request.principal?.owner,
+      };
+      if (failed) app.log.error({ ...line, err: request.failure }, 'request failed');
+      else app.log.info(line, 'request completed');
+    }
+    done();
   });
   refuseEarly(app, config.bodyLimit);
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../app/errors.js';
 import type { Scope } from '../store/store.js';
-import { hashToken, looksLikeToken } from './tokens.js';
+import { looksLikeToken } from './tokens.js';
 import type { TokenCache } from './token-cache.js';
 
 export interface Principal {
@@ -44,7 +44,7 @@ export function bearerAuth(cache: TokenCache) {
     if (countAuthorization(request.raw.rawHeaders) > 1) throw errors.invalidToken('more than one Authorization header');
     const token = BEARER.exec(header)?.[1];
     if (!token || !looksLikeToken(token)) throw errors.invalidToken('malformed token');
-    const record = await cache.lookup(hashToken(token));
+    const record = await cache.lookup(token);
     if (!record) throw errors.invalidToken('unknown token');
     if (record.revokedAt) throw errors.invalidToken('token revoked');
     if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) throw errors.invalidToken('token expired');

@@ -1,4 +1,5 @@
 import type { TokenRecord, TokenStore } from '../store/store.js';
+import { hashToken } from './tokens.js';
 
 interface Entry {
   record: TokenRecord | undefined;
@@ -19,12 +20,13 @@ export class TokenCache {
     private readonly maxEntries = 10_000,
   ) {}
 
-  async lookup(hash: Buffer): Promise<TokenRecord | undefined> {
-    const key = hash.toString('base64');
+  /** Keyed by the token itself, so a hit costs no hashing; only a miss hashes it to ask the store. */
+  async lookup(token: string): Promise<TokenRecord | undefined> {
+    const key = token;
     const now = Date.now();
     const hit = this.#entries.get(key);
     if (hit && hit.until > now) return hit.record;
-    const record = await this.store.findByHash(hash);
+    const record = await this.store.findByHash(hashToken(token));
     if (this.ttlMs > 0) {
       if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
       this.#entries.delete(key);
