@@ -2,14 +2,10 @@ import type Database from 'better-sqlite3';
 import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
 import { INT64_MAX } from '../../schemas/int64.js';
 import type { ChangeEpoch } from './change-epoch.js';
-import type { GroupCommit } from './group-commit.js';
+import type { WriterThread } from './writer-thread.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
 type PageRow = [seq: bigint, name: string, tag: string | null];
-interface PlantRow {
-  name: string;
-  tag: string | null;
-}
 
 const CURSOR = /^s(\d{1,19})$/;
 
@@ -26,18 +22,15 @@ function decodeCursor(cursor: string): bigint {
 
 export class SqlitePlantStore implements PlantStore {
   readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
-  readonly #find: Database.Statement<[string, bigint], PlantRow>;
-  readonly #delete: Database.Statement<[string, bigint]>;
   readonly #page: Database.Statement<[string, bigint, number]>;
 
+  /** Reads use `db`; writes go to the writer thread, which has a connection of its own. */
   constructor(
     private readonly db: Database.Database,
-    private readonly writes: GroupCommit,
+    private readonly writer: WriterThread,
     private readonly changes: ChangeEpoch,
   ) {
     this.#insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING');
-    this.#find = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
-    this.#delete = db.prepare('DELETE FROM plants WHERE owner = ? AND id = ?');
     this.#page = db
       .prepare('SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?')
       .raw(true)
@@ -51,12 +44,7 @@ export class SqlitePlantStore implements PlantStore {
 
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     this.#ensureOpen();
-    const tag = plant.tag ?? null;
-    return this.writes.run(() => {
-      if (this.#insert.run(owner, plant.id, plant.name, tag).changes === 1) return 'created';
-      const existing = this.#find.get(owner, plant.id);
-      return existing && existing.name === plant.name && existing.tag === tag ? 'replayed' : 'conflict';
-    });
+    return this.writer.run({ kind: 'create', owner, id: plant.id, name: plant.name, tag: plant.tag ?? null }) as Promise<CreateOutcome>;
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
@@ -75,7 +63,7 @@ export class SqlitePlantStore implements PlantStore {
 
   delete(owner: string, id: bigint): Promise<boolean> {
     this.#ensureOpen();
-    return this.writes.run(() => this.#delete.run(owner, id).changes === 1);
+    return this.writer.run({ kind: 'delete', owner, id }) as Promise<boolean>;
   }
 
   changeEpoch(): number {

@@ -5,7 +5,7 @@ import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
-import { GroupCommit } from './group-commit.js';
+import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
 import { SqliteTokenStore } from './tokens-store.sqlite.js';
@@ -36,13 +36,16 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly plants: SqlitePlantStore;
   readonly tokens: SqliteTokenStore;
-  readonly #writes: GroupCommit;
+  readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    options: SqliteOptions,
+  ) {
     const changes = new ChangeEpoch(db);
-    this.#writes = new GroupCommit(db, () => changes.bump());
-    this.plants = new SqlitePlantStore(db, this.#writes, changes);
+    this.#writer = new WriterThread(options, () => changes.bump());
+    this.plants = new SqlitePlantStore(db, this.#writer, changes);
     this.tokens = new SqliteTokenStore(db);
     this.#ping = db.prepare('SELECT 1');
   }
@@ -56,12 +59,12 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.#writes.drain();
+    await this.#writer.close();
     if (this.db.open) this.db.close();
   }
 }
 
 export async function openSqliteStore(options: SqliteOptions & { migrate?: boolean }): Promise<SqliteStore> {
   if (options.migrate !== false) await migrateSqlite(options);
-  return new SqliteStore(openSqlite(options));
+  return new SqliteStore(openSqlite(options), { path: options.path, durability: options.durability });
 }

@@ -1,0 +1,28 @@
+import type Database from 'better-sqlite3';
+import type { CreateOutcome } from '../store.js';
+
+export type WriteOp =
+  | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
+  | { kind: 'delete'; owner: string; id: bigint };
+
+export type WriteResult = CreateOutcome | boolean;
+
+interface PlantRow {
+  name: string;
+  tag: string | null;
+}
+
+/** The plant writes as plain statements on one connection; the caller owns the transaction. */
+export function plantWriter(db: Database.Database): (op: WriteOp) => WriteResult {
+  const insert = db.prepare<[string, bigint, string, string | null]>(
+    'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
+  );
+  const find = db.prepare<[string, bigint], PlantRow>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
+  const remove = db.prepare<[string, bigint]>('DELETE FROM plants WHERE owner = ? AND id = ?');
+  return (op) => {
+    if (op.kind === 'delete') return remove.run(op.owner, op.id).changes === 1;
+    if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) return 'created';
+    const existing = find.get(op.owner, op.id);
+    return existing && existing.name === op.name && existing.tag === op.tag ? 'replayed' : 'conflict';
+  };
+}

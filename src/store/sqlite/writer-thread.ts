@@ -1,0 +1,111 @@
+import { Worker } from 'node:worker_threads';
+import { StoreUnavailableError } from '../store.js';
+import type { SqliteOptions } from './db-connect.sqlite.js';
+import type { WriteOp, WriteResult } from './plant-writes.sqlite.js';
+import type { Outcome } from './writer.worker.js';
+
+interface Pending {
+  op: WriteOp;
+  resolve: (value: WriteResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Thrown for a write the database refused (a constraint, a full disk); answered as 500. */
+export class SqliteWriteError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'SqliteWriteError';
+  }
+}
+
+const BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']);
+
+/**
+ * The main thread's side of the writer thread: writes queue up while one
+ * batch is being committed, and go as the next batch as soon as it is done.
+ * A caller is answered only when the batch holding its write has committed.
+ */
+export class WriterThread {
+  #worker: Worker | undefined;
+  #queue: Pending[] = [];
+  #inFlight: Pending[] | undefined;
+  #scheduled = false;
+  #failed: Error | undefined;
+  #closed: Promise<void> | undefined;
+  #drained: (() => void) | undefined;
+
+  /** The thread starts with the first write, so read-only users (the CLI) never pay for it. */
+  constructor(
+    private readonly options: SqliteOptions,
+    private readonly onCommit: () => void,
+  ) {}
+
+  #start(): Worker {
+    const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData: this.options });
+    worker.on('message', (outcomes: Outcome[]) => this.#settle(outcomes));
+    worker.on('error', (error) => this.#fail(error));
+    worker.on('exit', () => this.#fail(new Error('the SQLite writer thread stopped')));
+    return worker;
+  }
+
+  run(op: WriteOp): Promise<WriteResult> {
+    if (this.#failed || this.#closed) return Promise.reject(new StoreUnavailableError(this.#failed ?? new Error('closed')));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ op, resolve, reject });
+      if (!this.#scheduled && !this.#inFlight) {
+        this.#scheduled = true;
+        setImmediate(() => this.#send());
+      }
+    });
+  }
+
+  /** Commits what is queued, then stops the thread. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      while (this.#inFlight || this.#queue.length > 0) await new Promise<void>((r) => (this.#drained = r));
+      const worker = this.#worker;
+      if (worker && !this.#failed) {
+        const exited = new Promise((r) => worker.once('exit', r));
+        worker.postMessage('close');
+        await exited;
+      }
+    })();
+    return this.#closed;
+  }
+
+  #send(): void {
+    this.#scheduled = false;
+    if (this.#inFlight || this.#queue.length === 0) return;
+    this.#inFlight = this.#queue;
+    this.#queue = [];
+    this.#worker ??= this.#start();
+    this.#worker.postMessage(this.#inFlight.map((p) => p.op));
+  }
+
+  #settle(outcomes: Outcome[]): void {
+    const batch = this.#inFlight ?? [];
+    this.#inFlight = undefined;
+    if (outcomes.some((o) => o.ok)) this.onCommit();
+    outcomes.forEach((o, i) => {
+      const p = batch[i]!;
+      if (o.ok) p.resolve(o.value);
+      else if (o.code && BUSY.has(o.code)) p.reject(new StoreUnavailableError(new SqliteWriteError(o.message, o.code)));
+      else p.reject(new SqliteWriteError(o.message, o.code));
+    });
+    this.#send();
+    if (!this.#inFlight && this.#queue.length === 0) this.#drained?.();
+  }
+
+  #fail(error: Error): void {
+    if (this.#failed || (this.#closed && !this.#inFlight && this.#queue.length === 0)) return;
+    this.#failed = error;
+    const lost = [...(this.#inFlight ?? []), ...this.#queue];
+    this.#inFlight = undefined;
+    this.#queue = [];
+    for (const p of lost) p.reject(new StoreUnavailableError(error));
+    this.#drained?.();
+  }
+}
