@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { INT32_MAX } from './schemas/plant.js';
 
 // Every setting: its flag, its environment variable, its default and how to
 // read it. The CLI's help text and the README's table are written from this.
@@ -60,6 +61,11 @@ export const SETTINGS = {
 
 export type SettingName = keyof typeof SETTINGS;
 
+// The PostgreSQL pool also arms a client-side timer of this plus 1000 ms
+// (db-connect.postgres.ts); Node's setTimeout fires at once for delays past
+// INT32_MAX, which would fail every query.
+const MAX_STATEMENT_TIMEOUT_MS = INT32_MAX - 1001;
+
 const ConfigSchema = Type.Object({
   host: Type.String({ minLength: 1 }),
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
@@ -67,14 +73,14 @@ const ConfigSchema = Type.Object({
   workers: Type.Integer({ minimum: 1, maximum: 256 }),
   durability: Type.Union([Type.Literal('full'), Type.Literal('normal')]),
   bodyLimit: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
-  listDefaultLimit: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }),
-  listMaxLimit: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }),
+  listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
+  listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   logLevel: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
   ),
   logPretty: Type.Boolean(),
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
-  pgStatementTimeoutMs: Type.Integer({ minimum: 0 }),
+  pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
 });
 export type Config = Static<typeof ConfigSchema>;
@@ -84,38 +90,64 @@ export class ConfigError extends Error {
 }
 
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-function readValue(name: SettingName, raw: string): string | number {
+export const ALL_SETTINGS = Object.keys(SETTINGS) as readonly SettingName[];
+
+/** Where a setting's value came from; an error names the environment variable for 'env', else the flag. */
+type Source = 'flag' | 'env' | 'default';
+
+function sourceLabel(name: SettingName, source: Source): string {
+  return source === 'env' ? SETTINGS[name].env : `--${name}`;
+}
+
+function readValue(name: SettingName, raw: string, source: Source): string | number {
   const setting = SETTINGS[name];
   if (setting.kind === 'string') return raw;
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`--${name} must be a whole number, got "${raw}"`);
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${sourceLabel(name, source)} must be a whole number, got "${raw}"`);
   return Number(raw);
 }
 
 /**
  * The one place settings are read: flags win over environment variables,
  * which win over defaults. The result is validated and frozen.
+ *
+ * Only the settings in `only` are read from `flags` and `env` and validated;
+ * the others take their defaults, so a command is not refused for an
+ * environment variable it never uses (PORT=abc does not break `token list`).
+ * An error names the flag or the environment variable the bad value came from.
  */
 export function loadConfig(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
   extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs'>> = {},
+  only: readonly SettingName[] = ALL_SETTINGS,
 ): Readonly<Config> {
   const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, ...extra };
-  for (const name of Object.keys(SETTINGS) as SettingName[]) {
-    const raw = flags[name] ?? env[SETTINGS[name].env] ?? SETTINGS[name].default;
-    out[camel(name)] = readValue(name, raw);
+  const sources = new Map<SettingName, Source>();
+  for (const name of ALL_SETTINGS) {
+    const flag = only.includes(name) ? flags[name] : undefined;
+    const fromEnv = only.includes(name) ? env[SETTINGS[name].env] : undefined;
+    const source: Source = flag !== undefined ? 'flag' : fromEnv !== undefined ? 'env' : 'default';
+    sources.set(name, source);
+    out[camel(name)] = readValue(name, flag ?? fromEnv ?? SETTINGS[name].default, source);
   }
+  const label = (key: string): string => {
+    const name = kebab(key);
+    const source = sources.get(name as SettingName);
+    return source ? sourceLabel(name as SettingName, source) : `--${name}`;
+  };
   if (!Value.Check(ConfigSchema, out)) {
     const err = Value.Errors(ConfigSchema, out).First();
     const key = err?.path.slice(1) ?? '';
-    const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    throw new ConfigError(`invalid --${flag}: ${err?.message ?? 'bad value'} (got ${JSON.stringify(err?.value)})`);
+    throw new ConfigError(`invalid ${label(key)}: ${err?.message ?? 'bad value'} (got ${JSON.stringify(err?.value)})`);
   }
   const config = out as Config;
   if (config.listDefaultLimit > config.listMaxLimit) {
-    throw new ConfigError('--list-default-limit must not exceed --list-max-limit');
+    throw new ConfigError(
+      `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,
+    );
   }
   return Object.freeze(config);
 }

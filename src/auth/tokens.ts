@@ -15,6 +15,29 @@ export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPE.test(value);
 }
 
+const OWNER_RULE = 'owner must be 1 to 64 characters of letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
+
+/** Thrown for an owner name OWNER_SHAPE refuses; the CLI turns it into a usage error. */
+export class InvalidOwnerError extends Error {
+  constructor(readonly owner: string) {
+    super(`${OWNER_RULE}, got ${JSON.stringify(owner)}`);
+    this.name = 'InvalidOwnerError';
+  }
+}
+
+/** Throws InvalidOwnerError unless `owner` is a valid owner name. */
+export function assertValidOwner(owner: string): void {
+  if (!OWNER_SHAPE.test(owner)) throw new InvalidOwnerError(owner);
+}
+
+/** Thrown for an expiry that is not a finite number or lands outside the range a Date can hold. */
+export class InvalidExpiryError extends Error {
+  constructor(expiresInMs: number) {
+    super(`token lifetime must be a finite number of milliseconds within the range of a date, got ${expiresInMs}`);
+    this.name = 'InvalidExpiryError';
+  }
+}
+
 export interface IssuedToken {
   token: string;
   record: TokenRecord;
@@ -24,18 +47,25 @@ export async function issueToken(
   store: TokenStore,
   opts: { owner: string; scopes?: readonly Scope[]; expiresInMs?: number | undefined; now?: Date },
 ): Promise<IssuedToken> {
-  if (!OWNER_SHAPE.test(opts.owner)) {
-    throw new Error('owner must be 1 to 64 characters of letters, digits, ".", "_", "@" or "-", starting with a letter or digit');
-  }
+  assertValidOwner(opts.owner);
   const scopes = [...new Set(opts.scopes?.length ? opts.scopes : SCOPES)].sort();
   const now = opts.now ?? new Date();
+  let expiresAt: Date | undefined;
+  if (opts.expiresInMs !== undefined) {
+    // An invalid Date would be stored as NULL by SQLite, i.e. a token that
+    // never expires: refuse it before anything is inserted.
+    expiresAt = new Date(now.getTime() + opts.expiresInMs);
+    if (!Number.isFinite(opts.expiresInMs) || Number.isNaN(expiresAt.getTime())) {
+      throw new InvalidExpiryError(opts.expiresInMs);
+    }
+  }
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const record: TokenRecord = {
     id: 'tok_' + randomBytes(8).toString('hex'),
     owner: opts.owner,
     scopes,
     createdAt: now,
-    expiresAt: opts.expiresInMs === undefined ? undefined : new Date(now.getTime() + opts.expiresInMs),
+    expiresAt,
   };
   await store.insert(record, hashToken(token));
   return { token, record };
@@ -43,9 +73,14 @@ export async function issueToken(
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
 
-/** "30d", "12h", "90m", "3600s", "2w" → milliseconds. */
+/** The longest lifetime parseDuration accepts: 100 years of 365.25 days. */
+export const MAX_DURATION_MS = 36525 * UNITS.d!;
+
+/** "30d", "12h", "90m", "3600s", "2w" → milliseconds; at most 100 years (36525d). */
 export function parseDuration(text: string): number {
   const m = /^(\d{1,9})([smhdw])$/.exec(text);
   if (!m || Number(m[1]) === 0) throw new Error(`duration must look like 30d, 12h, 90m, 3600s or 2w, got "${text}"`);
-  return Number(m[1]) * UNITS[m[2]!]!;
+  const ms = Number(m[1]) * UNITS[m[2]!]!;
+  if (ms > MAX_DURATION_MS) throw new Error(`duration must be at most 100 years (36525d), got "${text}"`);
+  return ms;
 }

@@ -54,9 +54,16 @@ export async function main(ctx: CommandContext): Promise<number> {
       ctx.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
       return 2;
     }
-    ctx.stderr.write(`plant-store ${command.name}: ${(error as Error).message}\n`);
+    ctx.stderr.write(`plant-store ${command.name}: ${describe(error)}\n`);
     return 1;
   }
+}
+
+/** An error's message, followed by its cause's ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
 }
 
 // process.env is read here and nowhere else: everything below gets it passed in.

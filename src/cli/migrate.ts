@@ -8,7 +8,7 @@ export const migrate: Command = {
   summary: 'Brings the store\'s schema to the latest version (serve also does this on start). Safe to run while servers are up.',
   settings: ['db'],
   async run(ctx, values) {
-    const { applied } = await migrateStore(loadConfig(settingFlags(this, values), ctx.env));
+    const { applied } = await migrateStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     ctx.stderr.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n');
     return 0;
   },

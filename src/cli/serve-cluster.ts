@@ -1,54 +1,136 @@
-import cluster, { type Worker } from 'node:cluster';
+import cluster, { type Address, type Worker } from 'node:cluster';
+import { destination, pino, type Logger } from 'pino';
 import type { Config } from '../config.js';
 import { openStore } from '../store/open-store.js';
 import type { CommandContext } from './args.js';
-import { announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+import { announceCurl, announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+
+/** A worker that died is replaced after this pause. */
+const RESTART_DELAY_MS = 500;
+/** This many worker exits within CRASH_WINDOW_MS is a crash loop: the primary gives up. */
+const CRASH_LIMIT = 5;
+const CRASH_WINDOW_MS = 10_000;
+
+/** The primary's own log lines: JSON on stdout like the workers', pretty on a terminal. */
+function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Logger {
+  if (config.logPretty) {
+    return pino({
+      level: config.logLevel,
+      transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } },
+    });
+  }
+  // Synchronous: the primary logs rarely, and its last lines come right before it exits.
+  return pino({ level: config.logLevel }, destination({ dest: 1, sync: true }));
+}
 
 /**
  * The primary of `serve --workers N`: migrates the store once, forks N
  * workers that share the listening port, replaces a worker that dies, and on
  * SIGTERM/SIGINT lets every worker drain before exiting 0.
+ *
+ * It gives up (stops the other workers, exits 1) when a worker exits before
+ * it ever listened (port in use, database unreachable at start: a replacement
+ * would fail the same way) or when workers keep dying (CRASH_LIMIT exits
+ * within CRASH_WINDOW_MS).
  */
 export async function runPrimary(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
   const store = await openStore(config);
-  const token = await bootstrapToken(store);
-  await store.close();
+  let token: string | undefined;
+  try {
+    token = await bootstrapToken(store);
+  } finally {
+    await store.close();
+  }
+  // Shown at once: the store keeps only its hash, so a failed start must not
+  // lose it. With --port 0 the curl example waits for the port the workers get.
+  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
 
+  const log = primaryLogger(config);
+  const live = new Set<Worker>();
+  const everListened = new Set<Worker>();
+  const restartTimers = new Set<NodeJS.Timeout>();
+  const recentExits: number[] = [];
+  let listeningEvents = 0;
+  let announcedPort: number | undefined;
   let stopping = false;
-  const log = (msg: string) => ctx.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, msg })}\n`);
-  const fork = () => cluster.fork();
-  let listening = 0;
-  cluster.on('listening', () => {
-    if (++listening === config.workers) {
-      log(`${config.workers} workers listening on ${baseUrl(config)}`);
-      if (token) announceToken(ctx, token, baseUrl(config));
-    }
-  });
-  cluster.on('exit', (worker: Worker, code, signal) => {
-    if (stopping) return;
-    log(`worker ${worker.process.pid} exited (${signal ?? code}); starting a new one`);
-    setTimeout(fork, 500).unref();
-  });
-  for (let i = 0; i < config.workers; i++) fork();
 
-  return new Promise<number>((resolve) => {
-    const stop = () => {
+  const fork = () => {
+    live.add(cluster.fork());
+  };
+
+  return new Promise<number>((resolve, reject) => {
+    let failure: Error | undefined;
+    let workerFailed = false;
+
+    const finish = () => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      if (failure) reject(failure);
+      else resolve(workerFailed ? 1 : 0);
+    };
+
+    const shutdown = (why: Error | undefined) => {
       if (stopping) return;
       stopping = true;
-      log('shutting down: workers finish in-flight requests');
-      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w);
-      if (workers.length === 0) return resolve(0);
-      let left = workers.length;
-      let failed = false;
-      for (const w of workers) {
-        w.once('exit', (code) => {
-          if (code !== 0) failed = true;
-          if (--left === 0) resolve(failed ? 1 : 0);
-        });
-        w.process.kill('SIGTERM');
-      }
+      failure = why;
+      for (const t of restartTimers) clearTimeout(t);
+      restartTimers.clear();
+      if (why) log.fatal(`${why.message}; stopping the other workers`);
+      else log.info('shutting down: workers finish in-flight requests');
+      if (live.size === 0) return finish();
+      for (const w of live) w.process.kill('SIGTERM');
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+
+    // once: a second signal gets the default action and ends the primary at once.
+    const onSignal = () => shutdown(undefined);
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+
+    cluster.on('listening', (worker: Worker, address: Address) => {
+      everListened.add(worker);
+      // The address the workers really got, which differs from config.port for --port 0.
+      const url = baseUrl(config, address.port);
+      if (++listeningEvents < config.workers) return;
+      if (listeningEvents === config.workers) {
+        announcedPort = address.port;
+        log.info(`${config.workers} workers listening on ${url}`);
+        if (token && config.port === 0) announceCurl(ctx, token, url);
+      } else if (address.port !== announcedPort) {
+        // With --port 0, once every worker has exited the shared socket is
+        // closed, and the replacements get a new free port.
+        announcedPort = address.port;
+        log.warn(`workers now listen on ${url}: every worker had exited, and --port 0 picked a new port`);
+      }
+    });
+
+    cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+      live.delete(worker);
+      const how = signal ?? code;
+      if (stopping) {
+        if (code !== 0) workerFailed = true;
+        if (live.size === 0) finish();
+        return;
+      }
+      if (!everListened.has(worker)) {
+        return shutdown(new Error(`worker ${worker.process.pid} exited (${how}) before it listened on ${baseUrl(config)}`));
+      }
+      const now = Date.now();
+      recentExits.push(now);
+      while (recentExits.length > 0 && recentExits[0]! <= now - CRASH_WINDOW_MS) recentExits.shift();
+      if (recentExits.length >= CRASH_LIMIT) {
+        return shutdown(
+          new Error(`workers keep exiting: ${recentExits.length} exits within ${CRASH_WINDOW_MS / 1000} s (last: worker ${worker.process.pid}, ${how})`),
+        );
+      }
+      log.error(`worker ${worker.process.pid} exited (${how}); starting a new one in ${RESTART_DELAY_MS} ms`);
+      // Not unref'd: with every worker dead this timer is all that keeps the primary alive.
+      const timer = setTimeout(() => {
+        restartTimers.delete(timer);
+        if (!stopping) fork();
+      }, RESTART_DELAY_MS);
+      restartTimers.add(timer);
+    });
+
+    for (let i = 0; i < config.workers; i++) fork();
   });
 }

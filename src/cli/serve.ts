@@ -3,7 +3,7 @@ import { buildApp } from '../app/app.js';
 import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
 import { openStore } from '../store/open-store.js';
 import { settingFlags, type Command, type CommandContext } from './args.js';
-import { announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+import { announceCurl, announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -25,15 +25,30 @@ export const serve: Command = {
 async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
   const store = await openStore(config);
   const token = cluster.isWorker ? undefined : await bootstrapToken(store);
+  // Shown at once: the store keeps only its hash, so a failed listen must not lose it.
+  // With --port 0 the curl example waits for the port the server gets.
+  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
   const app = await buildApp(config, { store });
-  await app.listen({ host: config.host, port: config.port });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  if (token) announceToken(ctx, token, baseUrl(config, port));
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await app.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw error;
+  }
+  if (token && config.port === 0) {
+    const address = app.server.address();
+    announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
+  }
   (app.log as { flush?: () => void }).flush?.();
 
   return new Promise<number>((resolve) => {
+    let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
+      // SIGINT from a terminal reaches every process of the group, and a
+      // cluster primary then sends SIGTERM too: shut down once.
+      if (stopping) return;
+      stopping = true;
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       const timer = setTimeout(() => {
         app.log.error('in-flight requests did not finish in time; exiting');

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js';
-import { issueToken, parseDuration } from '../auth/tokens.js';
+import { InvalidOwnerError, assertValidOwner, issueToken, parseDuration } from '../auth/tokens.js';
 import { openStore } from '../store/open-store.js';
 import { SCOPES, type Scope } from '../store/store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
@@ -18,6 +18,12 @@ export const tokenCreate: Command = {
   async run(ctx, values) {
     const owner = values.owner;
     if (typeof owner !== 'string') throw new UsageError('--owner is required');
+    // Checked before the store is opened, so a bad owner touches no database.
+    try {
+      assertValidOwner(owner);
+    } catch (error) {
+      throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
+    }
     const scopes = (values.scope as string[] | undefined) ?? [];
     for (const s of scopes) {
       if (!SCOPES.includes(s as Scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}, got "${s}"`);
@@ -30,14 +36,11 @@ export const tokenCreate: Command = {
         throw new UsageError(`--expires-in: ${(error as Error).message}`);
       }
     }
-    const config = loadConfig(settingFlags(this, values), ctx.env);
-    const store = await openStore(config);
+    const config = loadConfig(settingFlags(this, values), ctx.env, {}, this.settings);
+    // mustExist: a mistyped --db is an error, not a new empty store.
+    const store = await openStore(config, { mustExist: true });
     try {
-      const { token, record } = await issueToken(store.tokens, { owner, scopes: scopes as Scope[], expiresInMs }).catch(
-        (error: Error) => {
-          throw error.message.startsWith('owner') ? new UsageError(`--owner: ${error.message}`) : error;
-        },
-      );
+      const { token, record } = await issueToken(store.tokens, { owner, scopes: scopes as Scope[], expiresInMs });
       ctx.stdout.write(`${token}\n`);
       ctx.stderr.write(
         `created ${record.id} for owner "${record.owner}" with scopes ${record.scopes.join(' ')}` +

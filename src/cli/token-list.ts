@@ -9,7 +9,8 @@ export const tokenList: Command = {
   settings: ['db'],
   flags: { json: { type: 'boolean', help: 'one JSON object per line instead of a table' } },
   async run(ctx, values) {
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env));
+    // mustExist: a mistyped --db is an error, not a new empty store.
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), { mustExist: true });
     try {
       const tokens = await store.tokens.list();
       const rows = tokens.map((t) => ({

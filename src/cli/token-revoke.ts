@@ -11,7 +11,8 @@ export const tokenRevoke: Command = {
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
     const target = positionals[0]!;
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env));
+    // mustExist: a mistyped --db is an error, not a new empty store.
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), { mustExist: true });
     try {
       const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
       if (!found) {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { StoreUnavailableError } from '../../app/errors.js';
+import { StoreUnavailableError } from '../store.js';
 import type { StoreConfig } from '../open-store.js';
 
 export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'> & Partial<Pick<StoreConfig, 'durability'>>;
@@ -53,6 +53,10 @@ export function createPgPool(config: PgConfig, overrides: PgPoolOverrides = {}):
   // An idle client whose server went away emits here. pg-pool has already
   // dropped it and the next checkout opens a fresh connection; without a
   // listener the event would be an uncaught exception that kills the process.
+  // The error itself is deliberately dropped, not logged: the store has no
+  // logger, and the outage it signals is not lost: the next statement that
+  // needs the database fails to connect, surfaces as StoreUnavailableError,
+  // and is logged with the 503 it turns into (and /readyz answers 503).
   pool.on('error', () => {});
   return pool;
 }

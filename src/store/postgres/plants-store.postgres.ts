@@ -1,6 +1,8 @@
 import type pg from 'pg';
+import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import {
   InvalidCursorError,
+  StoreUnavailableError,
   type CreateOutcome,
   type NewPlantRecord,
   type PlantPage,
@@ -63,9 +65,13 @@ const INSERT_MANY = {
     ON CONFLICT (owner, id) DO NOTHING`,
 } as const;
 const INSERT_MANY_BATCH = 5000;
+// Each extra attempt of a create needs another writer to have inserted and
+// then deleted the same (owner, id) in between; two in a row are already
+// unlikely. The bound keeps a pathological insert/delete storm (or a bug)
+// from spinning on one pooled connection forever: past it the client gets a
+// 503 and retries later, which is what the storm needs anyway.
+const CREATE_ATTEMPTS = 5;
 
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 const CURSOR = /^t([1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6})i(-?\d{1,19})$/;
 const MAX_CURSOR_LENGTH = 128;
 
@@ -102,22 +108,33 @@ function decodeCursor(cursor: string): Position {
 export class PostgresPlantStore implements PlantStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+  async create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     const tag = plant.tag ?? null;
     const values = [owner, plant.id.toString(), plant.name, tag];
-    return withClient(this.pool, async (client) => {
+    const outcome = await withClient(this.pool, async (client): Promise<CreateOutcome | undefined> => {
       // No row back means the insert hit a row committed after this
       // statement's snapshot (a racing create), so the read could not see it;
       // or that row was deleted again. A new statement has a new snapshot:
-      // repeat until one either inserts or sees the row it collided with.
-      for (;;) {
+      // repeat until one either inserts or sees the row it collided with,
+      // at most CREATE_ATTEMPTS times.
+      for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
         const { rows } = await client.query<CreateRow>({ ...CREATE, values });
         const row = rows[0];
         if (row === undefined) continue;
         if (row.created) return 'created';
         return row.name === plant.name && row.tag === tag ? 'replayed' : 'conflict';
       }
+      return undefined;
     });
+    // Thrown outside withClient, which would otherwise discard a healthy
+    // connection. Answered as 503: the request was fine, but the store could
+    // not settle this id right now; a retry will.
+    if (outcome === undefined) {
+      throw new StoreUnavailableError(
+        new Error(`create raced a concurrent insert and delete of the same id ${CREATE_ATTEMPTS} times in a row`),
+      );
+    }
+    return outcome;
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
