@@ -57,7 +57,8 @@ function installSignalHandlers(): void {
 function estimateSeconds(o: BenchOptions): number {
   const perServer = o.warmupS + o.durationS + 1 + o.rounds * 0.2;
   const runs = o.scenarios.length * 2 + (o.compareWorkers ? o.scenarios.filter((s) => WORKER_SCENARIOS.includes(s)).length : 0);
-  const preload = (o.scenarios.includes('list1m') ? o.bigRows : 0) + (o.scenarios.includes('delete') ? o.deleteRows : 0);
+  const preload =
+    o.scenarios.filter((s) => s.startsWith('list1m')).length * o.bigRows + (o.scenarios.includes('delete') ? o.deleteRows : 0);
   return o.backends.length * (runs * perServer + preload / 200_000);
 }
 

@@ -150,7 +150,14 @@ function startBaseline(ctx: RunContext, scenario: Scenario, token: string): Prom
   });
 }
 
-function startService(ctx: RunContext, db: string, workers: number, token: string, backend: string): Promise<RunningServer> {
+function startService(
+  ctx: RunContext,
+  db: string,
+  workers: number,
+  token: string,
+  backend: string,
+  extraArgs: readonly string[] = [],
+): Promise<RunningServer> {
   return startServer({
     label: `service (${backend}, workers=${workers})`,
     // The service exactly as `npm start` runs it; only the settings differ.
@@ -162,6 +169,7 @@ function startService(ctx: RunContext, db: string, workers: number, token: strin
       '--log-level', 'warn',
       '--workers', String(workers),
       '--durability', ctx.options.durability,
+      ...extraArgs,
     ],
     cpus: ctx.pinning.serverCpus(workers),
     pinning: ctx.pinning,
@@ -192,7 +200,7 @@ export async function runScenario(
       const baselineToken = `plnt_${randomBytes(32).toString('base64url')}`;
       enlist('baseline', 1, await startBaseline(ctx, scenario, baselineToken), baselineToken);
     }
-    enlist('service', opts.workers, await startService(ctx, db, opts.workers, token, target.kind), token);
+    enlist('service', opts.workers, await startService(ctx, db, opts.workers, token, target.kind, scenario.serviceArgs), token);
 
     if (o.warmupS > 0) for (const c of contenders) c.warmupRequests = (await c.gen.run(o.warmupS)).requests;
     const roundS = o.durationS / o.rounds;

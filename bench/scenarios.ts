@@ -1,7 +1,7 @@
 import type { Workload } from './load-types.js';
 import { CREATE_ID_BASE } from './plant-data.js';
 
-export const SCENARIO_NAMES = ['list10k', 'list1m', 'create', 'delete', 'mix'] as const;
+export const SCENARIO_NAMES = ['list10k', 'list1m', 'list10k-nocache', 'list1m-nocache', 'create', 'delete', 'mix'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export interface Scenario {
@@ -11,7 +11,13 @@ export interface Scenario {
   /** Plants in the store (and in the baseline's Map) before the servers start. */
   rows: number;
   workload: Workload;
+  /** Extra `serve` flags for the service in this scenario. */
+  serviceArgs?: readonly string[];
 }
+
+// The service reuses unchanged list pages from memory; these variants turn
+// that off, so every request runs the store's keyset query.
+const NO_PAGE_CACHE = ['--list-cache-bytes', '0'] as const;
 
 const LIST_LIMIT = 10;
 const SMALL_STORE = 10_000;
@@ -30,6 +36,20 @@ export function defineScenarios(opts: { bigRows: number; deleteRows: number }): 
       description: `GET /plants?limit=${LIST_LIMIT}, ${rows(opts.bigRows)} plants stored`,
       rows: opts.bigRows,
       workload: { kind: 'list', limit: LIST_LIMIT },
+    },
+    'list10k-nocache': {
+      name: 'list10k-nocache',
+      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(SMALL_STORE)} plants stored, page reuse off`,
+      rows: SMALL_STORE,
+      workload: { kind: 'list', limit: LIST_LIMIT },
+      serviceArgs: NO_PAGE_CACHE,
+    },
+    'list1m-nocache': {
+      name: 'list1m-nocache',
+      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(opts.bigRows)} plants stored, page reuse off`,
+      rows: opts.bigRows,
+      workload: { kind: 'list', limit: LIST_LIMIT },
+      serviceArgs: NO_PAGE_CACHE,
     },
     create: {
       name: 'create',

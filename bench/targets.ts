@@ -34,13 +34,21 @@ export function checkTargets(
       ...(scale !== undefined ? { measured: x(scale), pass: scale >= 0.9 } : missing('needs list10k and list1m')),
       ...(list1m && list1m.rows !== 1_000_000 ? { note: `big store had ${list1m.rows.toLocaleString('en-US')} plants, not 1,000,000` } : {}),
     });
+    const cold10k = get('list10k-nocache');
+    const cold1m = get('list1m-nocache');
+    const coldScale = cold10k && cold1m ? cold1m.service.load.rps / cold10k.service.load.rps : undefined;
+    checks.push({
+      backend,
+      target: 'list1m-nocache ≥ 0.9× list10k-nocache (the keyset query itself)',
+      ...(coldScale !== undefined ? { measured: x(coldScale), pass: coldScale >= 0.9 } : missing('needs both -nocache lists')),
+    });
     checks.push({
       backend,
       target: 'create ≥ 0.6× baseline req/s (durability full)',
       ...(create ? { measured: x(create.ratio), pass: create.ratio >= 0.6 } : missing('create')),
       ...(opts.durability !== 'full' ? { note: `measured with --durability ${opts.durability}; the target is for full` } : {}),
     });
-    for (const r of [list10k, list1m]) {
+    for (const r of [list10k, list1m, cold10k, cold1m]) {
       if (!r) continue;
       checks.push({
         backend,

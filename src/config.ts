@@ -39,6 +39,12 @@ export const SETTINGS = {
     kind: 'int',
     help: 'largest page size; a larger ?limit is clamped to it',
   },
+  'list-cache-bytes': {
+    env: 'PLANTS_LIST_CACHE_BYTES',
+    default: '16777216',
+    kind: 'int',
+    help: 'memory for reusing unchanged list pages (SQLite only); 0 turns it off',
+  },
   'log-level': {
     env: 'LOG_LEVEL',
     default: 'info',
@@ -75,6 +81,7 @@ const ConfigSchema = Type.Object({
   bodyLimit: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
   listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
+  listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
   logLevel: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
   ),

@@ -133,6 +133,7 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,
     listMaxLimit: config.listMaxLimit,
+    listCacheBytes: config.listCacheBytes,
   });
   await app.register(healthRoutes, { store });
   await app.register(openapiRoute);

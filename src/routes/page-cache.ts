@@ -14,8 +14,8 @@ export class PageCache {
   #bytes = 0;
 
   constructor(
+    private readonly maxBytes: number,
     private readonly maxEntries = 1000,
-    private readonly maxBytes = 16 * 1024 * 1024,
   ) {}
 
   get(key: string, epoch: number): PageEntry | undefined {

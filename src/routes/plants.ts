@@ -10,13 +10,16 @@ export interface PlantRoutesOptions {
   plants: PlantStore;
   listDefaultLimit: number;
   listMaxLimit: number;
+  /** Memory for reusing unchanged pages; 0 turns reuse off. */
+  listCacheBytes: number;
 }
 
 const security = [{ bearerAuth: [] }];
 const authErrors = [401, 403, 500, 503];
 
-export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit }) => {
-  const pages = new PageCache();
+export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit, listCacheBytes }) => {
+  const pages = new PageCache(listCacheBytes);
+  const changeEpoch = listCacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
 
   app.post<{ Body: NewPlant }>(
     '/plants',
@@ -77,7 +80,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
       const cursor = request.query.cursor;
       // Repeated reads of an unchanged page are answered from memory.
-      const epoch = plants.changeEpoch?.();
+      const epoch = changeEpoch?.();
       const key = `${owner}\n${limit}\n${cursor ?? ''}`;
       let entry: PageEntry | undefined = epoch === undefined ? undefined : pages.get(key, epoch);
       if (entry === undefined) {
