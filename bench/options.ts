@@ -28,7 +28,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --rounds N             measured rounds per server, baseline and service alternating (default 4)
   --connections N        keep-alive connections of the load generator (default 32)
   --rows N               plants in the big list scenario (default 1000000)
-  --delete-rows N        plants stored for the delete scenario (default (warmup+duration) x 60000)
+  --delete-rows N        plants stored for the delete scenario (default (warmup+duration) x 100000)
   --scenarios a,b,c      any of ${SCENARIO_NAMES.join(', ')} (default all)
   --workers N            service worker processes (default 1)
   --compare-workers      also run list10k and create with workers=2 (or 1 when --workers 2) and report the ratio (default on)
@@ -111,7 +111,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     rounds,
     connections: int('connections', values.connections, 32, 1),
     bigRows: int('rows', values.rows, 1_000_000, 11),
-    deleteRows: int('delete-rows', values['delete-rows'], Math.ceil((warmupS + durationS) * 60_000), 1),
+    deleteRows: int('delete-rows', values['delete-rows'], Math.ceil((warmupS + durationS) * 100_000), 1),
     scenarios: list('scenarios', values.scenarios, SCENARIO_NAMES, [...SCENARIO_NAMES]),
     workers: int('workers', values.workers, 1, 1),
     compareWorkers: !values['no-compare-workers'],

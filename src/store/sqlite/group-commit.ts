@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
 interface PendingWrite {
   run: () => unknown;
   resolve: (value: any) => void;
@@ -40,6 +42,19 @@ export class GroupCommit {
         setImmediate(this.#flush);
       }
     });
+  }
+
+  /** Runs these writes in one transaction right away; the outcome of each, in order. */
+  commitNow<T>(writes: readonly (() => T)[]): Settled<T>[] {
+    const outcomes: Settled<T>[] = new Array(writes.length);
+    this.#commitBatch(
+      writes.map((run, i) => ({
+        run,
+        resolve: (value: T) => (outcomes[i] = { ok: true, value }),
+        reject: (error: unknown) => (outcomes[i] = { ok: false, error }),
+      })),
+    );
+    return outcomes;
   }
 
   /** Resolves once every write queued so far has been committed or failed. */

@@ -12,18 +12,16 @@ const db = openSqlite(workerData as SqliteOptions);
 const writes = new GroupCommit(db);
 const write = plantWriter(db);
 
-parentPort!.on('message', async (ops: WriteOp[] | 'close') => {
+parentPort!.on('message', (ops: WriteOp[] | 'close') => {
   if (ops === 'close') {
-    await writes.drain();
     db.close();
     parentPort!.close();
     return;
   }
-  const settled = await Promise.allSettled(ops.map((op) => writes.run(() => write(op))));
-  const outcomes: Outcome[] = settled.map((s) =>
-    s.status === 'fulfilled'
+  const outcomes: Outcome[] = writes.commitNow(ops.map((op) => () => write(op))).map((s) =>
+    s.ok
       ? { ok: true, value: s.value }
-      : { ok: false, message: String((s.reason as Error)?.message ?? s.reason), code: (s.reason as { code?: string })?.code },
+      : { ok: false, message: String((s.error as Error)?.message ?? s.error), code: (s.error as { code?: string })?.code },
   );
   parentPort!.postMessage(outcomes);
 });
