@@ -28,50 +28,51 @@ describe('SQLite group commit', () => {
   const insert = (x: number | null) => () => db.prepare('INSERT INTO t (x) VALUES (?)').run(x).changes;
   const rows = () => reader.prepare('SELECT x FROM t ORDER BY x').all().map((r) => (r as { x: number }).x);
 
-  it('runs writes queued together in one transaction and answers after it commits', async () => {
-    let sawOwnTransaction = 0;
-    const inTx = () => {
-      if (db.inTransaction) sawOwnTransaction++;
-    };
-    const done = await Promise.all([1, 2, 3].map((x) => writes.run(() => (inTx(), insert(x)()))));
-    assert.deepEqual(done, [1, 1, 1]);
-    assert.equal(sawOwnTransaction, 3);
-    // Answered only once committed: another connection already sees them.
+  it('runs a batch in one transaction and returns once it has committed', () => {
+    let inTransaction = 0;
+    const outcomes = writes.commitNow([1, 2, 3].map((x) => () => (db.inTransaction && inTransaction++, insert(x)())));
+    assert.deepEqual(outcomes, [1, 2, 3].map(() => ({ ok: true, value: 1 })));
+    assert.equal(inTransaction, 3);
+    assert.equal(db.inTransaction, false);
+    // Another connection already sees them.
     assert.deepEqual(rows(), [1, 2, 3]);
   });
 
-  it('fails only the statement that failed', async () => {
-    const results = await Promise.allSettled([
-      writes.run(insert(10)),
-      writes.run(insert(null)),
-      writes.run(insert(1)),
-      writes.run(() => {
+  it('fails only the statement that failed', () => {
+    const outcomes = writes.commitNow([
+      insert(10),
+      insert(null),
+      insert(1),
+      () => {
         throw new Error('boom');
-      }),
-      writes.run(insert(11)),
+      },
+      insert(11),
     ]);
     assert.deepEqual(
-      results.map((r) => r.status),
-      ['fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled'],
+      outcomes.map((o) => o.ok),
+      [true, false, false, false, true],
     );
-    assert.match(String((results[1] as PromiseRejectedResult).reason), /NOT NULL/);
-    assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
+    assert.match(String((outcomes[1] as { error: unknown }).error), /NOT NULL/);
+    assert.match(String((outcomes[2] as { error: unknown }).error), /UNIQUE/);
     assert.deepEqual(rows(), [1, 2, 3, 10, 11]);
   });
 
-  it('commitNow runs a batch at once and reports each outcome in order', () => {
-    const outcomes = writes.commitNow([insert(30), insert(null), insert(31)]);
+  it('reruns the rest of the batch when a write ends the whole transaction', () => {
+    const outcomes = writes.commitNow([
+      insert(20),
+      insert(null),
+      () => {
+        // What SQLite does itself on a full disk or an I/O error: the statement
+        // fails and the whole transaction is rolled back.
+        db.exec('ROLLBACK');
+        throw new Error('disk I/O error');
+      },
+      insert(21),
+    ]);
     assert.deepEqual(
       outcomes.map((o) => o.ok),
-      [true, false, true],
+      [true, false, false, true],
     );
-    assert.deepEqual(rows().slice(-2), [30, 31]);
-  });
-
-  it('drain waits for queued writes', async () => {
-    const pending = writes.run(insert(20));
-    await writes.drain();
-    assert.ok(rows().includes(20));
-    await pending;
+    assert.deepEqual(rows().slice(-2), [20, 21]);
   });
 });

@@ -2,114 +2,62 @@ import type Database from 'better-sqlite3';
 
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
-interface PendingWrite {
-  run: () => unknown;
-  resolve: (value: any) => void;
-  reject: (error: unknown) => void;
-}
-
 /**
- * Group commit: writes that arrive in the same turn of the event loop share
- * one transaction, so one fsync covers them all. Each caller is answered only
- * after the COMMIT that holds its write has returned, and a statement that
- * fails fails only its own caller.
+ * Group commit on one connection: a batch of writes shares one transaction,
+ * so one fsync covers them all, and a statement that fails fails only its
+ * own write. (Which writes form a batch is decided by the writer thread's
+ * caller, see writer-thread.ts.)
  */
 export class GroupCommit {
-  #queue: PendingWrite[] = [];
-  #scheduled = false;
-  #idle: Promise<void> = Promise.resolve();
-  #markIdle: () => void = () => {};
   readonly #begin: Database.Statement;
   readonly #commit: Database.Statement;
   readonly #rollback: Database.Statement;
 
-  /** @param onCommit runs right after each successful COMMIT, before any caller is answered. */
-  constructor(
-    private readonly db: Database.Database,
-    private readonly onCommit: () => void = () => {},
-  ) {
+  constructor(private readonly db: Database.Database) {
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
   }
 
-  run<T>(write: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ run: write, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        this.#idle = new Promise((r) => (this.#markIdle = r));
-        setImmediate(this.#flush);
-      }
-    });
-  }
-
-  /** Runs these writes in one transaction right away; the outcome of each, in order. */
+  /** Runs these writes in one transaction; the outcome of each, in order, once COMMIT has returned. */
   commitNow<T>(writes: readonly (() => T)[]): Settled<T>[] {
     const outcomes: Settled<T>[] = new Array(writes.length);
-    this.#commitBatch(
-      writes.map((run, i) => ({
-        run,
-        resolve: (value: T) => (outcomes[i] = { ok: true, value }),
-        reject: (error: unknown) => (outcomes[i] = { ok: false, error }),
-      })),
-    );
+    this.#commitBatch(writes.map((run, i) => ({ run, i })), outcomes);
     return outcomes;
   }
 
-  /** Resolves once every write queued so far has been committed or failed. */
-  drain(): Promise<void> {
-    return this.#idle;
-  }
-
-  readonly #flush = () => {
-    const batch = this.#queue;
-    this.#queue = [];
-    this.#scheduled = false;
-    try {
-      this.#commitBatch(batch);
-    } finally {
-      if (!this.#scheduled) this.#markIdle();
-    }
-  };
-
-  #commitBatch(batch: PendingWrite[]): void {
+  #commitBatch<T>(batch: { run: () => T; i: number }[], outcomes: Settled<T>[]): void {
     if (batch.length === 0) return;
     try {
       this.#begin.run();
     } catch (error) {
-      for (const w of batch) w.reject(error);
+      for (const w of batch) outcomes[w.i] = { ok: false, error };
       return;
     }
-    const results: unknown[] = new Array(batch.length);
-    const failures = new Map<number, unknown>();
-    for (let i = 0; i < batch.length; i++) {
+    const done: Settled<T>[] = new Array(batch.length);
+    for (let k = 0; k < batch.length; k++) {
       try {
-        results[i] = batch[i]!.run();
+        done[k] = { ok: true, value: batch[k]!.run() };
       } catch (error) {
+        done[k] = { ok: false, error };
         if (!this.db.inTransaction) {
-          // The error ended the whole transaction (disk full, I/O error):
-          // the writes before it are gone too, so run the batch again without it.
-          batch[i]!.reject(error);
-          this.#commitBatch(batch.filter((_, j) => j !== i && !failures.has(j)));
-          for (const [j, e] of failures) batch[j]!.reject(e);
+          // The error ended the whole transaction (disk full, I/O error): the
+          // writes before it are gone too, so run the batch again without it.
+          outcomes[batch[k]!.i] = done[k]!;
+          const again = batch.filter((_, j) => j !== k && (j > k || done[j]!.ok));
+          for (let j = 0; j < k; j++) if (!done[j]!.ok) outcomes[batch[j]!.i] = done[j]!;
+          this.#commitBatch(again, outcomes);
           return;
         }
-        failures.set(i, error);
       }
     }
     try {
       this.#commit.run();
     } catch (error) {
       if (this.db.inTransaction) this.#rollback.run();
-      for (const w of batch) w.reject(error);
+      for (const w of batch) outcomes[w.i] = { ok: false, error };
       return;
     }
-    this.onCommit();
-    for (let i = 0; i < batch.length; i++) {
-      const w = batch[i]!;
-      if (failures.has(i)) w.reject(failures.get(i));
-      else w.resolve(results[i]);
-    }
+    for (let k = 0; k < batch.length; k++) outcomes[batch[k]!.i] = done[k]!;
   }
 }
