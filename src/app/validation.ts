@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
-import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler } from 'fastify';
 import { isInt64Schema } from '../schemas/int64.js';
 
 // Validation with TypeBox's compiler instead of Ajv: it knows bigint, which
@@ -66,5 +66,3 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     return { error: new RequestValidationError([...messages].join('; ')) };
   };
 };
-
-export type { FastifySchema };

@@ -8,5 +8,3 @@ export const ErrorBody = Type.Object(
   { $id: 'Error', title: 'Error', additionalProperties: false },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
-
-export const ErrorRef = Type.Ref(ErrorBody);
