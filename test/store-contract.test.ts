@@ -1,7 +1,7 @@
 // The PlantStore / TokenStore contract, run against every store.
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { hashToken, issueToken } from '../src/auth/tokens.js';
+import { hashToken, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
 import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';
 import { describeEachStore } from './helpers/stores.js';
@@ -134,5 +134,18 @@ describeEachStore('store contract', (fx) => {
 
   it('answers ping while the database is reachable', async () => {
     await store.ping();
+  });
+});
+
+describeEachStore('first token', (fx) => {
+  it('is created once when several servers race on an empty store', async () => {
+    // Two stores = two connections (or pools), as two server processes would have.
+    const [a, b] = [await fx.open(), await fx.open()];
+    const issued = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => issueFirstToken((i % 2 ? a : b).tokens, { owner: 'admin' })),
+    );
+    assert.equal(issued.filter((t) => t !== undefined).length, 1);
+    assert.equal(await a.tokens.count(), 1);
+    assert.equal(await issueFirstToken(b.tokens, { owner: 'admin' }), undefined);
   });
 });

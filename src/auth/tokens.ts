@@ -45,8 +45,27 @@ export interface IssuedToken {
 
 export async function issueToken(
   store: TokenStore,
-  opts: { owner: string; scopes?: readonly Scope[]; expiresInMs?: number | undefined; now?: Date },
+  opts: TokenOptions,
 ): Promise<IssuedToken> {
+  const issued = newToken(opts);
+  await store.insert(issued.record, hashToken(issued.token));
+  return issued;
+}
+
+/** Issues the store's first token, unless it has one already (then undefined); safe when several servers start at once. */
+export async function issueFirstToken(store: TokenStore, opts: TokenOptions): Promise<IssuedToken | undefined> {
+  const issued = newToken(opts);
+  return (await store.insert(issued.record, hashToken(issued.token), { onlyIfNone: true })) ? issued : undefined;
+}
+
+interface TokenOptions {
+  owner: string;
+  scopes?: readonly Scope[];
+  expiresInMs?: number | undefined;
+  now?: Date;
+}
+
+function newToken(opts: TokenOptions): IssuedToken {
   assertValidOwner(opts.owner);
   const scopes = [...new Set(opts.scopes?.length ? opts.scopes : SCOPES)].sort();
   const now = opts.now ?? new Date();
@@ -67,7 +86,6 @@ export async function issueToken(
     createdAt: now,
     expiresAt,
   };
-  await store.insert(record, hashToken(token));
   return { token, record };
 }
 

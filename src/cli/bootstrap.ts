@@ -1,4 +1,4 @@
-import { issueToken } from '../auth/tokens.js';
+import { issueFirstToken } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
 import type { CommandContext } from './args.js';
@@ -6,7 +6,7 @@ import type { CommandContext } from './args.js';
 /** Creates the first token when the store has none, so a fresh install can be used at once. */
 export async function bootstrapToken(store: Store): Promise<string | undefined> {
   if ((await store.tokens.count()) > 0) return undefined;
-  return (await issueToken(store.tokens, { owner: 'admin' })).token;
+  return (await issueFirstToken(store.tokens, { owner: 'admin' }))?.token;
 }
 
 /**

@@ -48,7 +48,13 @@ export interface TokenRecord {
 }
 
 export interface TokenStore {
-  insert(token: TokenRecord, hash: Buffer): Promise<void>;
+  /**
+   * Stores a token by the hash of its secret. With onlyIfNone it is stored
+   * only when the store holds no token at all, atomically, so servers
+   * starting together on a new store create one first token, not several.
+   * False when nothing was stored.
+   */
+  insert(token: TokenRecord, hash: Buffer, opts?: { onlyIfNone?: boolean }): Promise<boolean>;
   findByHash(hash: Buffer): Promise<TokenRecord | undefined>;
   list(): Promise<TokenRecord[]>;
   /** Revokes by token id or by secret hash; false when neither matches. */

@@ -27,6 +27,15 @@ const INSERT = {
   text: `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
     VALUES ($1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz)`,
 } as const;
+const INSERT_FIRST = {
+  name: 'tokens_insert_first',
+  text: `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
+    SELECT $1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz
+    WHERE NOT EXISTS (SELECT 1 FROM tokens)`,
+} as const;
+// Under READ COMMITTED two transactions could both find the table empty:
+// this lock makes the second one wait and then see the first one's token.
+const FIRST_TOKEN_LOCK = { name: 'tokens_first_lock', text: "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))" } as const;
 const BY_HASH = { name: 'tokens_by_hash', text: `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea` } as const;
 const ALL = { name: 'tokens_all', text: `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id` } as const;
 // coalesce keeps the first revocation time when a token is revoked twice.
@@ -43,9 +52,24 @@ const COUNT = { name: 'tokens_count', text: 'SELECT count(*) AS n FROM tokens' }
 export class PostgresTokenStore implements TokenStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
+  async insert(t: TokenRecord, hash: Buffer, opts: { onlyIfNone?: boolean } = {}): Promise<boolean> {
     const values = [t.id, hash, t.owner, t.scopes.join(' '), t.createdAt, t.expiresAt ?? null];
-    await withClient(this.pool, (client) => client.query({ ...INSERT, values }));
+    if (!opts.onlyIfNone) {
+      const { rowCount } = await withClient(this.pool, (client) => client.query({ ...INSERT, values }));
+      return rowCount === 1;
+    }
+    return withClient(this.pool, async (client) => {
+      await client.query('BEGIN');
+      try {
+        await client.query(FIRST_TOKEN_LOCK);
+        const { rowCount } = await client.query({ ...INSERT_FIRST, values });
+        await client.query('COMMIT');
+        return rowCount === 1;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    });
   }
 
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {

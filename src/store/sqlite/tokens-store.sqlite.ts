@@ -21,6 +21,7 @@ const toRecord = (row: TokenRow): TokenRecord => ({
 
 export class SqliteTokenStore implements TokenStore {
   readonly #insert: Database.Statement<[string, Buffer, string, string, number, number | null]>;
+  readonly #insertFirst: Database.Statement<[string, Buffer, string, string, number, number | null]>;
   readonly #byHash: Database.Statement<[Buffer], TokenRow>;
   readonly #all: Database.Statement<[], TokenRow>;
   readonly #revokeById: Database.Statement<[number, string]>;
@@ -31,6 +32,9 @@ export class SqliteTokenStore implements TokenStore {
     this.#insert = db.prepare(
       'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
     );
+    this.#insertFirst = db.prepare(
+      'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM tokens)',
+    );
     this.#byHash = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE hash = ?');
     this.#all = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id');
     this.#revokeById = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
@@ -38,8 +42,11 @@ export class SqliteTokenStore implements TokenStore {
     this.#count = db.prepare('SELECT count(*) AS n FROM tokens');
   }
 
-  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
-    this.#insert.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null);
+  async insert(t: TokenRecord, hash: Buffer, opts: { onlyIfNone?: boolean } = {}): Promise<boolean> {
+    // One statement either way, so the "no token yet" check and the insert
+    // happen under the same write lock.
+    const statement = opts.onlyIfNone ? this.#insertFirst : this.#insert;
+    return statement.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null).changes === 1;
   }
 
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
