@@ -4,7 +4,7 @@ import { before, it } from 'node:test';
 import { hashToken, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
 import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeEachStore, describeOnStore } from './helpers/stores.js';
 
 async function listAll(plants: PlantStore, owner: string, pageSize: number): Promise<PlantRecord[]> {
   const all: PlantRecord[] = [];
@@ -147,5 +147,23 @@ describeEachStore('first token', (fx) => {
     assert.equal(issued.filter((t) => t !== undefined).length, 1);
     assert.equal(await a.tokens.count(), 1);
     assert.equal(await issueFirstToken(b.tokens, { owner: 'admin' }), undefined);
+  });
+});
+
+describeOnStore('sqlite', 'SQLite cursors', (fx) => {
+  it('work only for the owner they were issued to and do not show the row number', async () => {
+    const store = await fx.open();
+    for (let i = 1n; i <= 3n; i++) {
+      await store.plants.create('alice', { id: i, name: `a${i}` });
+      await store.plants.create('bob', { id: i, name: `b${i}` });
+    }
+    const page = await store.plants.list('alice', 1);
+    assert.ok(page.next);
+    assert.doesNotMatch(Buffer.from(page.next, 'base64url').toString('latin1'), /^s?\d+$/);
+    assert.deepEqual((await store.plants.list('alice', 5, page.next)).plants, [{ name: 'a2' }, { name: 'a3' }]);
+    await assert.rejects(store.plants.list('bob', 5, page.next), InvalidCursorError);
+    // Another connection (another process) reads the same key from the file.
+    const other = await fx.open();
+    assert.deepEqual((await other.plants.list('alice', 5, page.next)).plants, [{ name: 'a2' }, { name: 'a3' }]);
   });
 });

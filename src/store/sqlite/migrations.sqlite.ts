@@ -25,4 +25,13 @@ export const sqliteMigrations: Record<string, Migration> = {
       )`.execute(db);
     },
   },
+  '0002_cursor_key': {
+    async up(db: Kysely<unknown>) {
+      // List cursors are encrypted with this key, so they do not reveal the
+      // global row position (and with it how much other owners insert).
+      // Kept in the database: every process serving this file must agree on it.
+      await sql`CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)`.execute(db);
+      await sql`INSERT INTO secrets (name, value) VALUES ('cursor_key', randomblob(16))`.execute(db);
+    },
+  },
 };

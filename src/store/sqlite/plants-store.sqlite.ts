@@ -1,28 +1,47 @@
+import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
-import { INT64_MAX } from '../../schemas/int64.js';
 import type { ChangeEpoch } from './change-epoch.js';
 import type { WriterThread } from './writer-thread.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
 type PageRow = [seq: bigint, name: string, tag: string | null];
 
-const CURSOR = /^s(\d{1,19})$/;
+/**
+ * A cursor is one AES block: the row position and 8 bytes derived from the
+ * owner, encrypted with the store's key. It reveals nothing (not even the
+ * global row number) and works only for the owner it was issued to.
+ */
+class CursorCodec {
+  constructor(private readonly key: Buffer) {}
 
-function encodeCursor(seq: bigint): string {
-  return Buffer.from(`s${seq}`).toString('base64url');
-}
+  #ownerTag(owner: string): Buffer {
+    return createHash('sha256').update(owner).digest().subarray(0, 8);
+  }
 
-function decodeCursor(cursor: string): bigint {
-  const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  const seq = m ? BigInt(m[1]!) : -1n;
-  if (seq < 1n || seq > INT64_MAX || encodeCursor(seq) !== cursor) throw new InvalidCursorError();
-  return seq;
+  encode(owner: string, seq: bigint): string {
+    const block = Buffer.alloc(16);
+    block.writeBigInt64BE(seq, 0);
+    this.#ownerTag(owner).copy(block, 8);
+    const cipher = createCipheriv('aes-128-ecb', this.key, null).setAutoPadding(false);
+    return Buffer.concat([cipher.update(block), cipher.final()]).toString('base64url');
+  }
+
+  decode(owner: string, cursor: string): bigint {
+    const sealed = Buffer.from(cursor, 'base64url');
+    if (sealed.length !== 16 || sealed.toString('base64url') !== cursor) throw new InvalidCursorError();
+    const decipher = createDecipheriv('aes-128-ecb', this.key, null).setAutoPadding(false);
+    const block = Buffer.concat([decipher.update(sealed), decipher.final()]);
+    const seq = block.readBigInt64BE(0);
+    if (seq < 1n || !block.subarray(8).equals(this.#ownerTag(owner))) throw new InvalidCursorError();
+    return seq;
+  }
 }
 
 export class SqlitePlantStore implements PlantStore {
   readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
   readonly #page: Database.Statement<[string, bigint, number]>;
+  readonly #cursors: CursorCodec;
 
   /** Reads use `db`; writes go to the writer thread, which has a connection of its own. */
   constructor(
@@ -35,6 +54,8 @@ export class SqlitePlantStore implements PlantStore {
       .prepare('SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?')
       .raw(true)
       .safeIntegers(true);
+    const key = db.prepare<[], { value: Buffer }>("SELECT value FROM secrets WHERE name = 'cursor_key'").get();
+    this.#cursors = new CursorCodec(key!.value);
   }
 
   // A closed store (shutting down) is unavailable, like an unreachable database.
@@ -49,7 +70,7 @@ export class SqlitePlantStore implements PlantStore {
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
     this.#ensureOpen();
-    const after = cursor === undefined ? 0n : decodeCursor(cursor);
+    const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor);
     const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
     const more = rows.length > limit;
     const n = more ? limit : rows.length;
@@ -58,7 +79,7 @@ export class SqlitePlantStore implements PlantStore {
       const [, name, tag] = rows[i]!;
       plants[i] = tag === null ? { name } : { name, tag };
     }
-    return more ? { plants, next: encodeCursor(rows[n - 1]![0]) } : { plants };
+    return more ? { plants, next: this.#cursors.encode(owner, rows[n - 1]![0]) } : { plants };
   }
 
   delete(owner: string, id: bigint): Promise<boolean> {
