@@ -128,12 +128,12 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
 
   const addMethodNotAllowed = trackMethods(app);
   app.decorateRequest('principal', null as never);
-  app.addHook('onRequest', bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs)));
   await app.register(plantRoutes, {
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,
     listMaxLimit: config.listMaxLimit,
     listCacheBytes: config.listCacheBytes,
+    authenticate: bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs)),
   });
   await app.register(healthRoutes, { store });
   await app.register(openapiRoute);

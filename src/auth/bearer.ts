@@ -1,8 +1,8 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { errors } from '../app/errors.js';
-import type { Scope } from '../store/store.js';
+import type { Scope, TokenRecord } from '../store/store.js';
 import { looksLikeToken } from './tokens.js';
-import type { TokenCache } from './token-cache.js';
+import { NOT_CACHED, type TokenCache } from './token-cache.js';
 
 export interface Principal {
   tokenId: string;
@@ -13,10 +13,6 @@ export interface Principal {
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
-  }
-  interface FastifyContextConfig {
-    /** The scope a route needs; routes without one are public. */
-    scope?: Scope;
   }
 }
 
@@ -29,26 +25,33 @@ function countAuthorization(raw: string[]): number {
   return n;
 }
 
+export type Authenticate = (scope: Scope) => onRequestHookHandler;
+
 /**
- * onRequest hook: runs before the body is read, so a request without valid
- * credentials is answered 401 whatever it carries.
+ * Route-level onRequest hooks: they run before the body is read, so a request
+ * without valid credentials is answered 401 whatever it carries. A token the
+ * cache knows is checked without a promise or a store call.
  */
-export function bearerAuth(cache: TokenCache) {
-  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const scope = request.routeOptions.config.scope;
-    if (!scope) return;
-    const header = request.headers.authorization;
-    if (header === undefined || !/^bearer(\s|$)/i.test(header)) throw errors.missingCredentials();
-    // Node keeps the first of several Authorization headers; a proxy might use
-    // another one. Refuse the ambiguity instead of guessing.
-    if (countAuthorization(request.raw.rawHeaders) > 1) throw errors.invalidToken('more than one Authorization header');
-    const token = BEARER.exec(header)?.[1];
-    if (!token || !looksLikeToken(token)) throw errors.invalidToken('malformed token');
-    const record = await cache.lookup(token);
-    if (!record) throw errors.invalidToken('unknown token');
-    if (record.revokedAt) throw errors.invalidToken('token revoked');
-    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) throw errors.invalidToken('token expired');
-    if (!record.scopes.includes(scope)) throw errors.insufficientScope(scope);
+export function bearerAuth(cache: TokenCache): Authenticate {
+  const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
+    if (!record) return errors.invalidToken('unknown token');
+    if (record.revokedAt) return errors.invalidToken('token revoked');
+    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return errors.invalidToken('token expired');
+    if (!record.scopes.includes(scope)) return errors.insufficientScope(scope);
     request.principal = { tokenId: record.id, owner: record.owner, scopes: record.scopes };
+    return undefined;
   };
+  return (scope) =>
+    function authenticate(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      const header = request.headers.authorization;
+      if (header === undefined || !/^bearer(\s|$)/i.test(header)) return done(errors.missingCredentials());
+      // Node keeps the first of several Authorization headers; a proxy might
+      // use another one. Refuse the ambiguity instead of guessing.
+      if (countAuthorization(request.raw.rawHeaders) > 1) return done(errors.invalidToken('more than one Authorization header'));
+      const token = BEARER.exec(header)?.[1];
+      if (!token || !looksLikeToken(token)) return done(errors.invalidToken('malformed token'));
+      const cached = cache.cached(token);
+      if (cached !== NOT_CACHED) return done(check(request, scope, cached));
+      cache.lookup(token).then((record) => done(check(request, scope, record)), done);
+    };
 }

@@ -1,6 +1,8 @@
 import type { TokenRecord, TokenStore } from '../store/store.js';
 import { hashToken } from './tokens.js';
 
+export const NOT_CACHED = Symbol('not cached');
+
 interface Entry {
   record: TokenRecord | undefined;
   until: number;
@@ -19,6 +21,12 @@ export class TokenCache {
     private readonly ttlMs: number,
     private readonly maxEntries = 10_000,
   ) {}
+
+  /** The remembered lookup, or NOT_CACHED: lets the caller stay synchronous on a hit. */
+  cached(token: string): TokenRecord | undefined | typeof NOT_CACHED {
+    const hit = this.#entries.get(token);
+    return hit !== undefined && hit.until > Date.now() ? hit.record : NOT_CACHED;
+  }
 
   /** Keyed by the token itself, so a hit costs no hashing; only a miss hashes it to ask the store. */
   async lookup(token: string): Promise<TokenRecord | undefined> {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { errors } from '../app/errors.js';
+import type { Authenticate } from '../auth/bearer.js';
 import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
@@ -12,19 +13,21 @@ export interface PlantRoutesOptions {
   listMaxLimit: number;
   /** Memory for reusing unchanged pages; 0 turns reuse off. */
   listCacheBytes: number;
+  /** The bearer check for a scope, as an onRequest hook. */
+  authenticate: Authenticate;
 }
 
 const security = [{ bearerAuth: [] }];
 const authErrors = [401, 403, 500, 503];
 
-export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit, listCacheBytes }) => {
+export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate }) => {
   const pages = new PageCache(listCacheBytes);
   const changeEpoch = listCacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
 
   app.post<{ Body: NewPlant }>(
     '/plants',
     {
-      config: { scope: 'plants:write' },
+      onRequest: authenticate('plants:write'),
       schema: {
         operationId: 'createPlant',
         summary: 'Create a plant',
@@ -52,7 +55,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
   app.get<{ Querystring: ListQuery }>(
     '/plants',
     {
-      config: { scope: 'plants:read' },
+      onRequest: authenticate('plants:read'),
       schema: {
         operationId: 'listPlants',
         summary: 'List plants',
@@ -97,7 +100,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
   app.delete<{ Params: PlantIdParams }>(
     '/plants/:id',
     {
-      config: { scope: 'plants:write' },
+      onRequest: authenticate('plants:write'),
       schema: {
         operationId: 'deletePlant',
         summary: 'Delete a plant',
