@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, type Cipher, type Decipher } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
@@ -13,25 +13,39 @@ type PageRow = [seq: bigint, name: string, tag: string | null];
  * global row number) and works only for the owner it was issued to.
  */
 class CursorCodec {
-  constructor(private readonly key: Buffer) {}
+  // ECB has no chaining, so one long-lived cipher (no padding, never
+  // finalised) encrypts any number of single blocks; a new cipher per
+  // cursor costs about as much as the whole list query.
+  readonly #encrypt: Cipher;
+  readonly #decrypt: Decipher;
+  readonly #tags = new Map<string, Buffer>();
+
+  constructor(key: Buffer) {
+    this.#encrypt = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+    this.#decrypt = createDecipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+  }
 
   #ownerTag(owner: string): Buffer {
-    return createHash('sha256').update(owner).digest().subarray(0, 8);
+    let tag = this.#tags.get(owner);
+    if (tag === undefined) {
+      tag = createHash('sha256').update(owner).digest().subarray(0, 8);
+      if (this.#tags.size >= 10_000) this.#tags.clear();
+      this.#tags.set(owner, tag);
+    }
+    return tag;
   }
 
   encode(owner: string, seq: bigint): string {
-    const block = Buffer.alloc(16);
+    const block = Buffer.allocUnsafe(16);
     block.writeBigInt64BE(seq, 0);
     this.#ownerTag(owner).copy(block, 8);
-    const cipher = createCipheriv('aes-128-ecb', this.key, null).setAutoPadding(false);
-    return Buffer.concat([cipher.update(block), cipher.final()]).toString('base64url');
+    return this.#encrypt.update(block).toString('base64url');
   }
 
   decode(owner: string, cursor: string): bigint {
     const sealed = Buffer.from(cursor, 'base64url');
     if (sealed.length !== 16 || sealed.toString('base64url') !== cursor) throw new InvalidCursorError();
-    const decipher = createDecipheriv('aes-128-ecb', this.key, null).setAutoPadding(false);
-    const block = Buffer.concat([decipher.update(sealed), decipher.final()]);
+    const block = this.#decrypt.update(sealed);
     const seq = block.readBigInt64BE(0);
     if (seq < 1n || !block.subarray(8).equals(this.#ownerTag(owner))) throw new InvalidCursorError();
     return seq;
