@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -16,15 +16,17 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './er
 import { SECURITY_HEADERS } from './headers.js';
 import { errors } from './errors.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { closeLogger, createLogger } from './logger.js';
+import { closeLogger, createLogger, redactUrl } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
-// Tokens are never accepted in URLs, but a client may still put one there:
-// keep it out of the logs.
-const redactUrl = (url: string) => (url.includes('plnt_') ? url.replace(/plnt_[A-Za-z0-9_-]*/g, 'plnt_[redacted]') : url);
+// Unique without a random UUID per request: a random prefix per process and a counter.
+const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
+let requestCounter = 0;
+const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`;
+
 
 /**
  * Node answers "Expect: 100-continue" by inviting the body before any hook
@@ -54,7 +56,7 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     bodyLimit: config.bodyLimit,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     requestIdHeader: false,
     // Fastify's own 503 while closing has a body of another shape; ours is below.
@@ -74,7 +76,9 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
-  registerErrorHandling(app, config.bodyLimit);
+  // A line per request at info; above that level no per-request hook runs at all.
+  const requestLines = (app.log as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info');
+  registerErrorHandling(app, config.bodyLimit, requestLines);
 
   let closing = false;
   app.addHook('preClose', (done) => {
@@ -93,9 +97,8 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     }
     done();
   });
-  app.addHook('onResponse', (request, reply, done) => {
-    const failed = reply.statusCode >= 500;
-    if (failed || (app.log as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')) {
+  if (requestLines) {
+    app.addHook('onResponse', (request, reply, done) => {
       const line = {
         reqId: request.id,
         method: request.method,
@@ -104,11 +107,11 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
         responseTime: Math.round(reply.elapsedTime * 100) / 100,
         owner: request.principal?.owner,
       };
-      if (failed) app.log.error({ ...line, err: request.failure }, 'request failed');
+      if (reply.statusCode >= 500) app.log.error({ ...line, err: request.failure }, 'request failed');
       else app.log.info(line, 'request completed');
-    }
-    done();
-  });
+      done();
+    });
+  }
   refuseEarly(app, config.bodyLimit);
 
   for (const schema of [ErrorBody, Plant, NewPlant]) app.addSchema(schema);

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
 import { AppError, errors } from './errors.js';
 import { SECURITY_HEADERS } from './headers.js';
+import { redactUrl } from './logger.js';
 import { RequestValidationError } from './validation.js';
 
 declare module 'fastify' {
@@ -47,11 +48,21 @@ export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
     .send({ error: error.statusCode, message: error.message });
 }
 
-export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+/**
+ * @param requestLines whether an onResponse hook logs every request; if so a
+ *   5xx cause is left for that line, otherwise it is logged here.
+ */
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, requestLines: boolean): void {
   app.setErrorHandler<FastifyError>((error, request, reply) => {
     const appError = toAppError(error, bodyLimit, request.headers['content-type']);
     // 5xx details go to the log only; the client gets the catalog's message.
-    if (appError.statusCode >= 500) request.failure = error;
+    if (appError.statusCode >= 500) {
+      if (requestLines) request.failure = error;
+      else {
+        const line = { reqId: request.id, method: request.method, url: redactUrl(request.url), statusCode: appError.statusCode };
+        app.log.error({ ...line, err: error }, 'request failed');
+      }
+    }
     return sendError(reply, appError);
   });
 

@@ -28,3 +28,8 @@ export function closeLogger(logger: FastifyBaseLogger): void {
   clearInterval(timers.get(logger));
   (logger as { flush?: () => void }).flush?.();
 }
+
+// Tokens are never accepted in URLs, but a client may still put one there:
+// keep it out of the logs.
+export const redactUrl = (url: string): string =>
+  url.includes('plnt_') ? url.replace(/plnt_[A-Za-z0-9_-]*/g, 'plnt_[redacted]') : url;
