@@ -7,7 +7,8 @@ import type { ScenarioName } from './scenarios.js';
 const P99_LIMIT_MS = 5;
 const TARGET_CONNECTIONS = 32;
 
-const x = (n: number) => `${n.toFixed(2)}×`;
+// Rounded down, so a ratio just under a target never prints as the target.
+const x = (n: number) => `${(Math.floor(n * 100) / 100).toFixed(2)}×`;
 
 export function checkTargets(
   results: readonly ScenarioResult[],

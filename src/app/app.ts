@@ -16,7 +16,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './er
 import { SECURITY_HEADERS } from './headers.js';
 import { errors } from './errors.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { closeLogger, createLogger, redactUrl } from './logger.js';
+import { closeLogger, createLogger, logsEveryRequest, requestLine } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
@@ -26,7 +26,6 @@ const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCounter = 0;
 const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`;
-
 
 /**
  * Node answers "Expect: 100-continue" by inviting the body before any hook
@@ -77,7 +76,7 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
   // A line per request at info; above that level no per-request hook runs at all.
-  const requestLines = (app.log as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info');
+  const requestLines = logsEveryRequest(config);
   registerErrorHandling(app, config.bodyLimit, requestLines);
 
   let closing = false;
@@ -99,14 +98,7 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
   });
   if (requestLines) {
     app.addHook('onResponse', (request, reply, done) => {
-      const line = {
-        reqId: request.id,
-        method: request.method,
-        url: redactUrl(request.url),
-        statusCode: reply.statusCode,
-        responseTime: Math.round(reply.elapsedTime * 100) / 100,
-        owner: request.principal?.owner,
-      };
+      const line = { ...requestLine(request, reply.statusCode), responseTime: Math.round(reply.elapsedTime * 100) / 100 };
       if (reply.statusCode >= 500) app.log.error({ ...line, err: request.failure }, 'request failed');
       else app.log.info(line, 'request completed');
       done();

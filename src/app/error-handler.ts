@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
 import { AppError, errors } from './errors.js';
 import { SECURITY_HEADERS } from './headers.js';
-import { redactUrl } from './logger.js';
+import { requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
 
 declare module 'fastify' {
@@ -58,10 +58,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, r
     // 5xx details go to the log only; the client gets the catalog's message.
     if (appError.statusCode >= 500) {
       if (requestLines) request.failure = error;
-      else {
-        const line = { reqId: request.id, method: request.method, url: redactUrl(request.url), statusCode: appError.statusCode };
-        app.log.error({ ...line, err: error }, 'request failed');
-      }
+      else app.log.error({ ...requestLine(request, appError.statusCode), err: error }, 'request failed');
     }
     return sendError(reply, appError);
   });

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { destination, pino } from 'pino';
 import type { Config } from '../config.js';
 
@@ -23,13 +23,34 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Fa
 
 const timers = new WeakMap<object, NodeJS.Timeout>();
 
+/** Writes out what is buffered now (a line that must not wait for the next flush). */
+export function flushLogger(logger: FastifyBaseLogger): void {
+  (logger as { flush?: () => void }).flush?.();
+}
+
 /** Writes out what is buffered and stops the periodic flush. */
 export function closeLogger(logger: FastifyBaseLogger): void {
   clearInterval(timers.get(logger));
-  (logger as { flush?: () => void }).flush?.();
+  flushLogger(logger);
+}
+
+/** Whether every request gets a log line (level info or more verbose). */
+export function logsEveryRequest(config: Pick<Config, 'logLevel'>): boolean {
+  return config.logLevel === 'info' || config.logLevel === 'debug' || config.logLevel === 'trace';
 }
 
 // Tokens are never accepted in URLs, but a client may still put one there:
 // keep it out of the logs.
-export const redactUrl = (url: string): string =>
+const redactUrl = (url: string): string =>
   url.includes('plnt_') ? url.replace(/plnt_[A-Za-z0-9_-]*/g, 'plnt_[redacted]') : url;
+
+/** The fields of a request's log line. */
+export function requestLine(request: FastifyRequest, statusCode: number) {
+  return {
+    reqId: request.id,
+    method: request.method,
+    url: redactUrl(request.url),
+    statusCode,
+    owner: request.principal?.owner,
+  };
+}

@@ -30,15 +30,14 @@ export class TokenCache {
 
   /** Keyed by the token itself, so a hit costs no hashing; only a miss hashes it to ask the store. */
   async lookup(token: string): Promise<TokenRecord | undefined> {
-    const key = token;
-    const now = Date.now();
-    const hit = this.#entries.get(key);
-    if (hit && hit.until > now) return hit.record;
+    const hit = this.cached(token);
+    if (hit !== NOT_CACHED) return hit;
+    const until = Date.now() + this.ttlMs;
     const record = await this.store.findByHash(hashToken(token));
     if (this.ttlMs > 0) {
       if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
-      this.#entries.delete(key);
-      this.#entries.set(key, { record, until: now + this.ttlMs });
+      this.#entries.delete(token);
+      this.#entries.set(token, { record, until });
     }
     return record;
   }

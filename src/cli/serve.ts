@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import { buildApp } from '../app/app.js';
+import { flushLogger } from '../app/logger.js';
 import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
 import { openStore } from '../store/open-store.js';
 import { settingFlags, type Command, type CommandContext } from './args.js';
@@ -40,7 +41,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     const address = app.server.address();
     announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
   }
-  (app.log as { flush?: () => void }).flush?.();
+  flushLogger(app.log);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -84,13 +84,13 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
       const cursor = request.query.cursor;
       // Repeated reads of an unchanged page are answered from memory.
       const epoch = changeEpoch?.();
-      const key = `${owner}\n${limit}\n${cursor ?? ''}`;
-      let entry: PageEntry | undefined = epoch === undefined ? undefined : pages.get(key, epoch);
+      const key = epoch === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
+      let entry: PageEntry | undefined = key === undefined ? undefined : pages.get(key, epoch!);
       if (entry === undefined) {
         const page = await plants.list(owner, limit, cursor);
         const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
         entry = { epoch: epoch ?? 0, body: reply.serialize(page.plants) as string, link };
-        if (epoch !== undefined) pages.set(key, entry);
+        if (key !== undefined) pages.set(key, entry);
       }
       if (entry.link !== undefined) void reply.header('link', entry.link);
       return reply.type('application/json; charset=utf-8').send(entry.body);

@@ -12,11 +12,12 @@ interface PlantRow {
   tag: string | null;
 }
 
+/** Inserts a plant unless the owner has its id already (then changes = 0). */
+export const INSERT_PLANT = 'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
+
 /** The plant writes as plain statements on one connection; the caller owns the transaction. */
 export function plantWriter(db: Database.Database): (op: WriteOp) => WriteResult {
-  const insert = db.prepare<[string, bigint, string, string | null]>(
-    'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
-  );
+  const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
   const find = db.prepare<[string, bigint], PlantRow>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
   const remove = db.prepare<[string, bigint]>('DELETE FROM plants WHERE owner = ? AND id = ?');
   return (op) => {

@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, type Cipher, type Deciphe
 import type Database from 'better-sqlite3';
 import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
+import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
@@ -63,7 +64,7 @@ export class SqlitePlantStore implements PlantStore {
     private readonly writer: WriterThread,
     private readonly changes: ChangeEpoch,
   ) {
-    this.#insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING');
+    this.#insert = db.prepare(INSERT_PLANT);
     this.#page = db
       .prepare('SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?')
       .raw(true)

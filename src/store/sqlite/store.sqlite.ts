@@ -1,8 +1,7 @@
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
-import type { Store } from '../store.js';
+import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
 import { WriterThread } from './writer-thread.js';
