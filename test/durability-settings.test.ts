@@ -1,0 +1,35 @@
+// --durability reaches the database: SQLite's synchronous pragma and
+// PostgreSQL's synchronous_commit for the server's connections.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { openSqlite } from '../src/store/sqlite/db-connect.sqlite.js';
+import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
+import { describeOnStore } from './helpers/stores.js';
+
+describeOnStore('sqlite', 'durability settings', (fx) => {
+  it('full fsyncs every commit (synchronous=FULL), normal only at checkpoints (NORMAL)', () => {
+    for (const [durability, expected] of [['full', 2], ['normal', 1]] as const) {
+      const db = openSqlite({ path: fx.db, durability });
+      try {
+        assert.equal(db.pragma('synchronous', { simple: true }), expected, durability);
+        assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+      } finally {
+        db.close();
+      }
+    }
+  });
+});
+
+describeOnStore('postgres', 'durability settings', (fx) => {
+  it('full keeps synchronous_commit on, normal turns it off', async () => {
+    for (const [durability, expected] of [['full', 'on'], ['normal', 'off']] as const) {
+      const pool = createPgPool({ ...fx.config(), durability });
+      try {
+        const { rows } = await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        assert.equal(rows[0]!.synchronous_commit, expected, durability);
+      } finally {
+        await pool.end();
+      }
+    }
+  });
+});
