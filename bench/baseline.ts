@@ -57,7 +57,12 @@ export function buildBaseline(tokens: ReadonlyMap<string, string>, plants: Map<s
     { schema: { response: { 200: PlantSchema, ...errors } } },
     async (request, reply) => {
       const { id, name, tag } = request.body ?? {};
-      if (!Number.isSafeInteger(id) || typeof name !== 'string' || name === '' || (tag !== undefined && typeof tag !== 'string')) {
+      if (
+        !Number.isSafeInteger(id) ||
+        typeof name !== 'string' ||
+        name === '' ||
+        (tag !== undefined && typeof tag !== 'string')
+      ) {
         return fail(reply, 400, 'body must be {id: integer, name: string, tag?: string}');
       }
       const mine = plantsOf(ownerOf.get(request)!);
@@ -108,7 +113,8 @@ async function main(): Promise<void> {
   if (!token) throw new Error('BENCH_TOKEN must hold the bearer token to accept');
   const owner = process.env.BENCH_OWNER ?? BENCH_OWNER;
   const mine = new Map<string, StoredPlant>();
-  for (const p of plantsUpTo(Number(values.preload))) mine.set(String(p.id), p.tag === undefined ? { name: p.name } : { name: p.name, tag: p.tag });
+  for (const p of plantsUpTo(Number(values.preload)))
+    mine.set(String(p.id), p.tag === undefined ? { name: p.name } : { name: p.name, tag: p.tag });
   const app = buildBaseline(new Map([[hash(token), owner]]), new Map([[owner, mine]]));
   const address = await app.listen({ host: values.host, port: Number(values.port) });
   // The same line (and shape) the service logs, so both are started the same way.

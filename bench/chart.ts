@@ -59,10 +59,16 @@ function panel(title: string, groups: Group[], x0: number, y0: number, width: nu
       const h = (plotH * v) / max;
       const x = gx + si * barW;
       const y = top + plotH - h;
-      out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${SERIES[si]!.color}"><title>${esc(`${g.label} ${SERIES[si]!.name}: ${v}`)}</title></rect>`);
-      out.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(y - 3).toFixed(1)}" font-size="10" text-anchor="middle" fill="#2d3748">${short(v)}</text>`);
+      out.push(
+        `<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${SERIES[si]!.color}"><title>${esc(`${g.label} ${SERIES[si]!.name}: ${v}`)}</title></rect>`,
+      );
+      out.push(
+        `<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(y - 3).toFixed(1)}" font-size="10" text-anchor="middle" fill="#2d3748">${short(v)}</text>`,
+      );
     });
-    out.push(`<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16}" font-size="11" text-anchor="middle">${esc(g.label)}</text>`);
+    out.push(
+      `<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16}" font-size="11" text-anchor="middle">${esc(g.label)}</text>`,
+    );
   });
   out.push(`<line x1="${left}" x2="${left + plotW}" y1="${top + plotH}" y2="${top + plotH}" stroke="#4a5568"/>`);
   out.push('</g>');
@@ -71,15 +77,20 @@ function panel(title: string, groups: Group[], x0: number, y0: number, width: nu
 
 export function renderChart(results: readonly ScenarioResult[], subtitle: string): string {
   const multiBackend = new Set(results.map((r) => r.backend)).size > 1;
-  const label = (r: ScenarioResult) => (multiBackend ? `${r.backend === 'postgres' ? 'pg' : 'sqlite'}:${r.scenario}` : r.scenario);
+  const label = (r: ScenarioResult) =>
+    multiBackend ? `${r.backend === 'postgres' ? 'pg' : 'sqlite'}:${r.scenario}` : r.scenario;
   const rps = results.map((r) => ({ label: label(r), values: [r.baseline.load.rps, r.service.load.rps] }));
   const p99 = results.map((r) => ({ label: label(r), values: [r.baseline.load.p99Ms, r.service.load.p99Ms] }));
-  const cpu = results.map((r) => ({ label: label(r), values: [r.baseline.cpu.serverUsPerRequest, r.service.cpu.serverUsPerRequest] }));
+  const cpu = results.map((r) => ({
+    label: label(r),
+    values: [r.baseline.cpu.serverUsPerRequest, r.service.cpu.serverUsPerRequest],
+  }));
   const width = Math.max(640, 120 + results.length * 110);
   const panelH = 260;
   const height = 60 + panelH * 3 + 30;
   const legend = SERIES.map(
-    (s, i) => `<rect x="${56 + i * 240}" y="${height - 22}" width="12" height="12" fill="${s.color}"/><text x="${74 + i * 240}" y="${height - 12}" font-size="12">${esc(s.name)}</text>`,
+    (s, i) =>
+      `<rect x="${56 + i * 240}" y="${height - 22}" width="12" height="12" fill="${s.color}"/><text x="${74 + i * 240}" y="${height - 12}" font-size="12">${esc(s.name)}</text>`,
   ).join('\n');
   return `<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif">

@@ -18,7 +18,13 @@ function buildRequests(workload: Workload, auth: Record<string, string>): Reques
   const create = (): Request => ({
     method: 'POST',
     path: '/plants',
-    setupRequest: (req) => ({ ...req, method: 'POST', path: '/plants', headers: { ...json }, body: JSON.stringify(plantFor(next++)) }),
+    setupRequest: (req) => ({
+      ...req,
+      method: 'POST',
+      path: '/plants',
+      headers: { ...json },
+      body: JSON.stringify(plantFor(next++)),
+    }),
   });
   switch (workload.kind) {
     case 'list':
@@ -45,7 +51,13 @@ function buildRequests(workload: Workload, auth: Record<string, string>): Reques
 async function round(spec: LoadSpec, requests: Request[], durationS: number): Promise<RoundResult> {
   const latency = new LatencyHistogram();
   const cpuBefore = process.cpuUsage();
-  const instance = autocannon({ url: spec.url, connections: spec.connections, duration: durationS, timeout: 10, requests });
+  const instance = autocannon({
+    url: spec.url,
+    connections: spec.connections,
+    duration: durationS,
+    timeout: 10,
+    requests,
+  });
   instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latency.record(ms));
   const r = await instance;
   const cpu = process.cpuUsage(cpuBefore);

@@ -35,7 +35,10 @@ export class LoadGenerator {
     this.#child.stdin!.write(`${JSON.stringify(command)}\n`);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`load generator gave no result within ${durationS} s + ${SLACK_MS / 1000} s`)), durationS * 1000 + SLACK_MS);
+      timer = setTimeout(
+        () => reject(new Error(`load generator gave no result within ${durationS} s + ${SLACK_MS / 1000} s`)),
+        durationS * 1000 + SLACK_MS,
+      );
     });
     try {
       const next = await Promise.race([this.#lines.next(), timeout]);

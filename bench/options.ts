@@ -45,22 +45,28 @@ export class OptionsError extends Error {}
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new OptionsError(`--${name} must be a whole number >= ${min}, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min)
+    throw new OptionsError(`--${name} must be a whole number >= ${min}, got "${raw}"`);
   return Number(raw);
 }
 
 function seconds(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new OptionsError(`--${name} must be a number of seconds >= ${min}, got "${raw}"`);
+  if (!Number.isFinite(n) || n < min)
+    throw new OptionsError(`--${name} must be a number of seconds >= ${min}, got "${raw}"`);
   return n;
 }
 
 function list<T extends string>(name: string, raw: string | undefined, allowed: readonly T[], fallback: T[]): T[] {
   if (raw === undefined) return fallback;
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
-    if (!allowed.includes(item as T)) throw new OptionsError(`--${name}: unknown "${item}" (choose from ${allowed.join(', ')})`);
+    if (!allowed.includes(item as T))
+      throw new OptionsError(`--${name}: unknown "${item}" (choose from ${allowed.join(', ')})`);
   }
   if (items.length === 0) throw new OptionsError(`--${name} is empty`);
   // Keep the canonical order, so reports always read the same way.
@@ -96,15 +102,22 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   const durationS = seconds('duration', values.duration, 10, 1);
   const warmupS = seconds('warmup', values.warmup, 2, 0);
   const durability = values.durability ?? 'full';
-  if (durability !== 'full' && durability !== 'normal') throw new OptionsError(`--durability must be full or normal, got "${durability}"`);
+  if (durability !== 'full' && durability !== 'normal')
+    throw new OptionsError(`--durability must be full or normal, got "${durability}"`);
   const pgUrl = values.db;
   if (pgUrl !== undefined && !/^postgres(ql)?:\/\//i.test(pgUrl)) {
     throw new OptionsError('--db takes a postgres:// URL (SQLite always runs on a temporary file)');
   }
-  const backends = list<Backend>('backends', values.backends, ['sqlite', 'postgres'], pgUrl ? ['sqlite', 'postgres'] : ['sqlite']);
+  const backends = list<Backend>(
+    'backends',
+    values.backends,
+    ['sqlite', 'postgres'],
+    pgUrl ? ['sqlite', 'postgres'] : ['sqlite'],
+  );
   if (backends.includes('postgres') && !pgUrl) throw new OptionsError('--backends postgres needs --db postgres://...');
   const rounds = int('rounds', values.rounds, Math.max(1, Math.min(4, Math.floor(durationS))), 1);
-  if (durationS / rounds < 1) throw new OptionsError(`--duration ${durationS} split into ${rounds} rounds leaves less than 1 s per round`);
+  if (durationS / rounds < 1)
+    throw new OptionsError(`--duration ${durationS} split into ${rounds} rounds leaves less than 1 s per round`);
   return {
     durationS,
     warmupS,

@@ -28,7 +28,13 @@ function hasTaskset(): boolean {
 
 export function detectPinning(disabled: boolean): Pinning {
   const cpuCount = availableParallelism();
-  const reason = disabled ? 'disabled by --no-pin' : cpuCount < 2 ? `only ${cpuCount} CPU` : !hasTaskset() ? 'taskset not found' : undefined;
+  const reason = disabled
+    ? 'disabled by --no-pin'
+    : cpuCount < 2
+      ? `only ${cpuCount} CPU`
+      : !hasTaskset()
+        ? 'taskset not found'
+        : undefined;
   const enabled = reason === undefined;
   return {
     enabled,

@@ -29,14 +29,20 @@ export async function insertPlants(store: Store, rows: number, label: string): P
   for (let done = 0; done < rows; done += BATCH) {
     const n = Math.min(BATCH, rows - done);
     const inserted = await insert(BENCH_OWNER, records(n, done + 1));
-    if (inserted !== n) throw new Error(`preload inserted ${inserted} of ${n} plants (ids ${done + 1}..): was the store empty?`);
+    if (inserted !== n)
+      throw new Error(`preload inserted ${inserted} of ${n} plants (ids ${done + 1}..): was the store empty?`);
     bar?.update(done + n);
   }
   bar?.finish();
 }
 
 /** A new SQLite file with `rows` plants and a token for them; returns the token. */
-export async function preloadSqlite(path: string, durability: 'full' | 'normal', rows: number, label: string): Promise<string> {
+export async function preloadSqlite(
+  path: string,
+  durability: 'full' | 'normal',
+  rows: number,
+  label: string,
+): Promise<string> {
   const store = await openSqliteStore({ path, durability });
   try {
     const { token } = await issueToken(store.tokens, { owner: BENCH_OWNER });

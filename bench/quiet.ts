@@ -14,7 +14,11 @@ export async function backgroundCpu(seconds: number): Promise<number> {
 }
 
 /** Samples every 2 s until the background is under `limitPct` or `maxWaitS` have passed. */
-export async function waitForQuiet(limitPct: number, maxWaitS: number, log: (line: string) => void): Promise<{ pct: number; waitedS: number }> {
+export async function waitForQuiet(
+  limitPct: number,
+  maxWaitS: number,
+  log: (line: string) => void,
+): Promise<{ pct: number; waitedS: number }> {
   const started = performance.now();
   for (;;) {
     const pct = await backgroundCpu(2);

@@ -22,7 +22,13 @@ function nonOk(m: Measurement): string | undefined {
 }
 
 export function renderMarkdown(r: BenchReport): string {
-  const o = r.options as { durationS: number; warmupS: number; connections: number; durability: string; workers: number };
+  const o = r.options as {
+    durationS: number;
+    warmupS: number;
+    connections: number;
+    durability: string;
+    workers: number;
+  };
   const out: string[] = [];
   out.push(`# Plant Store benchmark, ${r.startedAt}`, '');
   out.push(
@@ -38,12 +44,16 @@ export function renderMarkdown(r: BenchReport): string {
       : `**Not pinned** (${r.pinning.reason}): server and load generator are scheduled freely across the CPUs.`,
     '',
   );
-  const during = [...r.results.flatMap((x) => [x.baseline, x.service]), ...r.workers.map((w) => w.two)].map((m) => m.cpu.others);
+  const during = [...r.results.flatMap((x) => [x.baseline, x.service]), ...r.workers.map((w) => w.two)].map(
+    (m) => m.cpu.others,
+  );
   const duringPct = during.length > 0 ? Math.round(during.reduce((a, b) => a + b, 0) / during.length) : 0;
   const busy = Math.max(duringPct, r.backgroundBeforePct) >= 25;
   out.push(
     `Other processes (outside the bench) used ${r.backgroundBeforePct} % of a core just before the run and ${duringPct} % on average during the measured rounds` +
-      (busy ? ': **the machine was busy, so req/s and latencies are noisy**; compare server CPU per request, which is not.' : '.'),
+      (busy
+        ? ': **the machine was busy, so req/s and latencies are noisy**; compare server CPU per request, which is not.'
+        : '.'),
     '',
   );
   out.push(
@@ -67,7 +77,18 @@ export function renderMarkdown(r: BenchReport): string {
   }
   out.push(
     table(
-      ['backend', 'scenario', 'baseline req/s', 'service req/s', 'service / baseline', 'baseline p50 / p99 ms', 'service p50 / p99 ms', 'service non-2xx / socket err', 'baseline non-2xx / socket err', 'peak RSS service / baseline MiB'],
+      [
+        'backend',
+        'scenario',
+        'baseline req/s',
+        'service req/s',
+        'service / baseline',
+        'baseline p50 / p99 ms',
+        'service p50 / p99 ms',
+        'service non-2xx / socket err',
+        'baseline non-2xx / socket err',
+        'peak RSS service / baseline MiB',
+      ],
       r.results.map((x) => [
         x.backend,
         x.scenario,
@@ -117,7 +138,12 @@ export function renderMarkdown(r: BenchReport): string {
   out.push(
     table(
       ['backend', 'target', 'measured', 'result'],
-      r.targets.map((t) => [t.backend, t.target, t.measured + (t.note ? ` (${t.note})` : ''), t.pass === undefined ? 'n/a' : t.pass ? 'PASS' : 'MISS']),
+      r.targets.map((t) => [
+        t.backend,
+        t.target,
+        t.measured + (t.note ? ` (${t.note})` : ''),
+        t.pass === undefined ? 'n/a' : t.pass ? 'PASS' : 'MISS',
+      ]),
     ),
     '',
   );
@@ -127,7 +153,16 @@ export function renderMarkdown(r: BenchReport): string {
     out.push('## Workers: 2 vs 1', '');
     out.push(
       table(
-        ['backend', 'scenario', 'workers=1 req/s', 'workers=2 req/s', 'ratio', 'p99 ms w1 / w2', 'non-2xx w2', 'peak RSS w2 MiB (all processes)'],
+        [
+          'backend',
+          'scenario',
+          'workers=1 req/s',
+          'workers=2 req/s',
+          'ratio',
+          'p99 ms w1 / w2',
+          'non-2xx w2',
+          'peak RSS w2 MiB (all processes)',
+        ],
         [
           ...r.workers.map((w) => [
             w.backend,
@@ -158,14 +193,25 @@ export function renderMarkdown(r: BenchReport): string {
   }
 
   const issues: string[] = [];
-  for (const x of [...r.results.flatMap((y) => [y.baseline, y.service].map((m) => ({ m, y: `${y.backend} ${y.scenario}` }))), ...r.workers.map((w) => ({ m: w.two, y: `${w.backend} ${w.scenario} workers=2` }))]) {
+  for (const x of [
+    ...r.results.flatMap((y) => [y.baseline, y.service].map((m) => ({ m, y: `${y.backend} ${y.scenario}` }))),
+    ...r.workers.map((w) => ({ m: w.two, y: `${w.backend} ${w.scenario} workers=2` })),
+  ]) {
     const bad = nonOk(x.m);
     if (bad) issues.push(`- ${x.y}, ${x.m.server}: ${bad}`);
     const logged = x.m.problems.length;
-    if (logged > 0) issues.push(`- ${x.y}, ${x.m.server}: ${logged} error log or stderr lines, first: \`${x.m.problems[0]!.slice(0, 240).replace(/`/g, "'")}\``);
+    if (logged > 0)
+      issues.push(
+        `- ${x.y}, ${x.m.server}: ${logged} error log or stderr lines, first: \`${x.m.problems[0]!.slice(0, 240).replace(/`/g, "'")}\``,
+      );
   }
   for (const f of r.failures) issues.push(`- ${f.backend} ${f.what}: **failed**: \`${f.reason.replace(/`/g, "'")}\``);
-  out.push('## Errors seen', '', issues.length > 0 ? issues.join('\n') : 'None: every response was 2xx and no server logged an error.', '');
+  out.push(
+    '## Errors seen',
+    '',
+    issues.length > 0 ? issues.join('\n') : 'None: every response was 2xx and no server logged an error.',
+    '',
+  );
 
   if (r.notes.length > 0) out.push('## Notes', '', ...r.notes.map((n) => `- ${n}`), '');
   return out.join('\n');

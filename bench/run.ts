@@ -56,14 +56,19 @@ function installSignalHandlers(): void {
 
 function estimateSeconds(o: BenchOptions): number {
   const perServer = o.warmupS + o.durationS + 1 + o.rounds * 0.2;
-  const runs = o.scenarios.length * 2 + (o.compareWorkers ? o.scenarios.filter((s) => WORKER_SCENARIOS.includes(s)).length : 0);
+  const runs =
+    o.scenarios.length * 2 + (o.compareWorkers ? o.scenarios.filter((s) => WORKER_SCENARIOS.includes(s)).length : 0);
   const preload =
-    o.scenarios.filter((s) => s.startsWith('list1m')).length * o.bigRows + (o.scenarios.includes('delete') ? o.deleteRows : 0);
+    o.scenarios.filter((s) => s.startsWith('list1m')).length * o.bigRows +
+    (o.scenarios.includes('delete') ? o.deleteRows : 0);
   return o.backends.length * (runs * perServer + preload / 200_000);
 }
 
 /** The stores to run on; PostgreSQL that cannot be set up is reported as unavailable, not fatal. */
-async function openTargets(o: BenchOptions, tmp: string): Promise<{ targets: StoreTarget[]; unavailable: BackendStatus[] }> {
+async function openTargets(
+  o: BenchOptions,
+  tmp: string,
+): Promise<{ targets: StoreTarget[]; unavailable: BackendStatus[] }> {
   const targets: StoreTarget[] = [];
   const unavailable: BackendStatus[] = [];
   for (const backend of o.backends) {
@@ -119,7 +124,9 @@ async function main(): Promise<number> {
 
   const quiet = await waitForQuiet(QUIET_LIMIT_PCT, o.waitQuietS, log);
   if (quiet.pct >= QUIET_LIMIT_PCT) {
-    log(`WARNING: other processes use ${quiet.pct} % of a core right now; expect noisy numbers (see the "others" CPU column).`);
+    log(
+      `WARNING: other processes use ${quiet.pct} % of a core right now; expect noisy numbers (see the "others" CPU column).`,
+    );
   }
 
   const tmp = mkdtempSync(join(tmpdir(), 'plant-bench-'));
@@ -164,9 +171,16 @@ async function main(): Promise<number> {
     backends: o.backends.flatMap((b) => statuses.filter((s) => s.backend === b)),
     results,
     workers,
-    targets: checkTargets(results, targets.map((t) => t.kind), { durability: o.durability, connections: o.connections }),
+    targets: checkTargets(
+      results,
+      targets.map((t) => t.kind),
+      { durability: o.durability, connections: o.connections },
+    ),
     failures,
-    notes: methodNotes(o, targets.some((t) => t.kind === 'postgres')),
+    notes: methodNotes(
+      o,
+      targets.some((t) => t.kind === 'postgres'),
+    ),
   };
   const markdown = renderMarkdown(report);
   const written = writeResults(report, markdown);

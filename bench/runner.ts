@@ -164,11 +164,16 @@ function startService(
     args: [
       SERVICE_MAIN,
       'serve',
-      '--port', '0',
-      '--db', db,
-      '--log-level', 'warn',
-      '--workers', String(workers),
-      '--durability', ctx.options.durability,
+      '--port',
+      '0',
+      '--db',
+      db,
+      '--log-level',
+      'warn',
+      '--workers',
+      String(workers),
+      '--durability',
+      ctx.options.durability,
       ...extraArgs,
     ],
     cpus: ctx.pinning.serverCpus(workers),
@@ -192,7 +197,20 @@ export async function runScenario(
   const enlist = (kind: Contender['kind'], workers: number, server: RunningServer, tok: string) => {
     const gen = LoadGenerator.start({ ...spec, url: server.url }, tok, ctx.pinning);
     const databasePids = kind === 'service' ? () => target.databasePids(db) : async () => [];
-    contenders.push({ kind, workers, server, gen, rounds: [], warmupRequests: 0, serverTicks: 0, databaseTicks: 0, otherTicks: 0, databasePids, loadCpuMs: 0, wallS: 0 });
+    contenders.push({
+      kind,
+      workers,
+      server,
+      gen,
+      rounds: [],
+      warmupRequests: 0,
+      serverTicks: 0,
+      databaseTicks: 0,
+      otherTicks: 0,
+      databasePids,
+      loadCpuMs: 0,
+      wallS: 0,
+    });
   };
   try {
     if (opts.withBaseline) {
@@ -200,7 +218,12 @@ export async function runScenario(
       const baselineToken = `plnt_${randomBytes(32).toString('base64url')}`;
       enlist('baseline', 1, await startBaseline(ctx, scenario, baselineToken), baselineToken);
     }
-    enlist('service', opts.workers, await startService(ctx, db, opts.workers, token, target.kind, scenario.serviceArgs), token);
+    enlist(
+      'service',
+      opts.workers,
+      await startService(ctx, db, opts.workers, token, target.kind, scenario.serviceArgs),
+      token,
+    );
 
     if (o.warmupS > 0) for (const c of contenders) c.warmupRequests = (await c.gen.run(o.warmupS)).requests;
     const roundS = o.durationS / o.rounds;

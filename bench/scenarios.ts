@@ -1,7 +1,15 @@
 import type { Workload } from './load-types.js';
 import { CREATE_ID_BASE } from './plant-data.js';
 
-export const SCENARIO_NAMES = ['list10k', 'list1m', 'list10k-nocache', 'list1m-nocache', 'create', 'delete', 'mix'] as const;
+export const SCENARIO_NAMES = [
+  'list10k',
+  'list1m',
+  'list10k-nocache',
+  'list1m-nocache',
+  'create',
+  'delete',
+  'mix',
+] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export interface Scenario {

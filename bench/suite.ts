@@ -23,7 +23,11 @@ function reasonOf(error: unknown): string {
   return (said.length > 0 ? `${first}: ${said.join(' | ')}` : first).slice(0, 600);
 }
 
-export async function runSuite(ctx: RunContext, target: StoreTarget, scenarios: Record<ScenarioName, Scenario>): Promise<SuiteOutcome> {
+export async function runSuite(
+  ctx: RunContext,
+  target: StoreTarget,
+  scenarios: Record<ScenarioName, Scenario>,
+): Promise<SuiteOutcome> {
   const o = ctx.options;
   const out: SuiteOutcome = { results: [], workers: [], failures: [], status: { backend: target.kind, status: 'ran' } };
   const failed = async (what: string, error: unknown) => {
@@ -38,7 +42,10 @@ export async function runSuite(ctx: RunContext, target: StoreTarget, scenarios: 
     const scenario = scenarios[name];
     ctx.log(`\n[${target.kind}] ${name}: ${scenario.description}`);
     try {
-      const { baseline, service } = await runScenario(ctx, target, scenario, { workers: o.workers, withBaseline: true });
+      const { baseline, service } = await runScenario(ctx, target, scenario, {
+        workers: o.workers,
+        withBaseline: true,
+      });
       ran.set(name, service);
       out.results.push({
         backend: target.kind,
@@ -62,7 +69,10 @@ export async function runSuite(ctx: RunContext, target: StoreTarget, scenarios: 
       if (!main) continue;
       ctx.log(`\n[${target.kind}] ${name}: the service alone with workers=${other}, for the workers comparison`);
       try {
-        const { service: extra } = await runScenario(ctx, target, scenarios[name], { workers: other, withBaseline: false });
+        const { service: extra } = await runScenario(ctx, target, scenarios[name], {
+          workers: other,
+          withBaseline: false,
+        });
         const [one, two] = other === 2 ? [main, extra] : [extra, main];
         out.workers.push({ backend: target.kind, scenario: name, one, two, ratio: two.load.rps / one.load.rps });
       } catch (error) {
@@ -72,7 +82,11 @@ export async function runSuite(ctx: RunContext, target: StoreTarget, scenarios: 
   }
 
   if (failures > 0) {
-    out.status = { backend: target.kind, status: failures === o.scenarios.length ? 'failed' : 'ran', reason: `${failures} scenario(s) failed` };
+    out.status = {
+      backend: target.kind,
+      status: failures === o.scenarios.length ? 'failed' : 'ran',
+      reason: `${failures} scenario(s) failed`,
+    };
   }
   return out;
 }

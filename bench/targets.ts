@@ -21,7 +21,10 @@ export function checkTargets(
     const list10k = get('list10k');
     const list1m = get('list1m');
     const create = get('create');
-    const missing = (s: string): Pick<TargetCheck, 'measured' | 'pass'> => ({ measured: `not run (${s})`, pass: undefined });
+    const missing = (s: string): Pick<TargetCheck, 'measured' | 'pass'> => ({
+      measured: `not run (${s})`,
+      pass: undefined,
+    });
 
     checks.push({
       backend,
@@ -33,7 +36,9 @@ export function checkTargets(
       backend,
       target: 'list1m ≥ 0.9× list10k (service req/s)',
       ...(scale !== undefined ? { measured: x(scale), pass: scale >= 0.9 } : missing('needs list10k and list1m')),
-      ...(list1m && list1m.rows !== 1_000_000 ? { note: `big store had ${list1m.rows.toLocaleString('en-US')} plants, not 1,000,000` } : {}),
+      ...(list1m && list1m.rows !== 1_000_000
+        ? { note: `big store had ${list1m.rows.toLocaleString('en-US')} plants, not 1,000,000` }
+        : {}),
     });
     const cold10k = get('list10k-nocache');
     const cold1m = get('list1m-nocache');
@@ -41,13 +46,17 @@ export function checkTargets(
     checks.push({
       backend,
       target: 'list1m-nocache ≥ 0.9× list10k-nocache (the keyset query itself)',
-      ...(coldScale !== undefined ? { measured: x(coldScale), pass: coldScale >= 0.9 } : missing('needs both -nocache lists')),
+      ...(coldScale !== undefined
+        ? { measured: x(coldScale), pass: coldScale >= 0.9 }
+        : missing('needs both -nocache lists')),
     });
     checks.push({
       backend,
       target: 'create ≥ 0.6× baseline req/s (durability full)',
       ...(create ? { measured: x(create.ratio), pass: create.ratio >= 0.6 } : missing('create')),
-      ...(opts.durability !== 'full' ? { note: `measured with --durability ${opts.durability}; the target is for full` } : {}),
+      ...(opts.durability !== 'full'
+        ? { note: `measured with --durability ${opts.durability}; the target is for full` }
+        : {}),
     });
     for (const r of [list10k, list1m, cold10k, cold1m]) {
       if (!r) continue;

@@ -82,9 +82,7 @@ const ConfigSchema = Type.Object({
   listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
-  logLevel: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-  ),
+  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   logPretty: Type.Boolean(),
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
   pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),

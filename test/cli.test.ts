@@ -44,7 +44,13 @@ async function listJson(db: string): Promise<TokenRow[]> {
 /** Forms a token's secret could leak in: itself, and its SHA-256 in hex, base64 and base64url. */
 function secretForms(token: string): string[] {
   const hash = createHash('sha256').update(token).digest();
-  return [token, token.slice('plnt_'.length), hash.toString('hex'), hash.toString('base64'), hash.toString('base64url')];
+  return [
+    token,
+    token.slice('plnt_'.length),
+    hash.toString('hex'),
+    hash.toString('base64'),
+    hash.toString('base64url'),
+  ];
 }
 
 function assertUsageError(r: CliResult, mention: RegExp, what: string): void {
@@ -61,7 +67,8 @@ describe('plant-store help', () => {
   it('--help lists every command and exits 0; no command is a usage error', LIMIT, async () => {
     const [help, none, unknown] = await Promise.all([runCli(['--help']), runCli([]), runCli(['frobnicate'])]);
     assert.equal(help.code, 0, help.stderr);
-    for (const c of ['serve', 'token create', 'token list', 'token revoke', 'migrate']) assert.match(help.stdout, new RegExp(`\\b${c}\\b`));
+    for (const c of ['serve', 'token create', 'token list', 'token revoke', 'migrate'])
+      assert.match(help.stdout, new RegExp(`\\b${c}\\b`));
     assert.equal(none.code, 2);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /frobnicate/);
@@ -69,8 +76,30 @@ describe('plant-store help', () => {
 
   it('every command has --help that states its defaults', LIMIT, async () => {
     const expected: Record<string, (string | RegExp)[]> = {
-      serve: ['--host', '127.0.0.1', '--port', '8080', '--db', './data/plants.db', '--workers', '--durability', 'full', '--log-level', 'info', 'SIGTERM'],
-      'token create': ['--owner', '--scope', 'plants:read', 'plants:write', '--expires-in', /never/, '--db', './data/plants.db'],
+      serve: [
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '8080',
+        '--db',
+        './data/plants.db',
+        '--workers',
+        '--durability',
+        'full',
+        '--log-level',
+        'info',
+        'SIGTERM',
+      ],
+      'token create': [
+        '--owner',
+        '--scope',
+        'plants:read',
+        'plants:write',
+        '--expires-in',
+        /never/,
+        '--db',
+        './data/plants.db',
+      ],
       'token list': ['--json', '--db', './data/plants.db'],
       'token revoke': ['TOKEN_OR_ID', '--db', './data/plants.db'],
       migrate: ['--db', './data/plants.db'],
@@ -131,10 +160,34 @@ describeEachStore('plant-store token and migrate', (fx) => {
   });
 
   it('token create --scope and --expires-in are stored as given', LIMIT, async () => {
-    const t1 = await runCli(['token', 'create', '--owner', 'reader', '--scope', 'plants:read', '--expires-in', '30d', '--db', fx.db]);
+    const t1 = await runCli([
+      'token',
+      'create',
+      '--owner',
+      'reader',
+      '--scope',
+      'plants:read',
+      '--expires-in',
+      '30d',
+      '--db',
+      fx.db,
+    ]);
     assert.equal(t1.code, 0, t1.stderr);
     assert.match(t1.stdout.trim(), TOKEN_SHAPE);
-    const t2 = await runCli(['token', 'create', '--owner', 'writer', '--scope', 'plants:write', '--scope', 'plants:read', '--expires-in', '12h', '--db', fx.db]);
+    const t2 = await runCli([
+      'token',
+      'create',
+      '--owner',
+      'writer',
+      '--scope',
+      'plants:write',
+      '--scope',
+      'plants:read',
+      '--expires-in',
+      '12h',
+      '--db',
+      fx.db,
+    ]);
     assert.equal(t2.code, 0, t2.stderr);
     const rows = await listJson(fx.db);
     const reader = rows.find((t) => t.owner === 'reader');
@@ -154,9 +207,13 @@ describeEachStore('plant-store token and migrate', (fx) => {
     assert.equal(json.code, 0, json.stderr);
     const [header, ...rows] = table.stdout.trimEnd().split('\n');
     assert.deepEqual(header!.trim().split(/\s+/), ['ID', 'OWNER', 'SCOPES', 'CREATED', 'EXPIRES', 'REVOKED']);
-    const jsonRows = json.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const jsonRows = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(rows.length, jsonRows.length, 'one table row per token');
-    for (const r of jsonRows) assert.deepEqual(Object.keys(r).sort(), ['created', 'expires', 'id', 'owner', 'revoked', 'scopes']);
+    for (const r of jsonRows)
+      assert.deepEqual(Object.keys(r).sort(), ['created', 'expires', 'id', 'owner', 'revoked', 'scopes']);
     const mine = jsonRows.find((r) => r.owner === 'lister');
     assert.ok(mine);
     assert.ok(rows.some((line) => line.includes(mine.id as string) && line.includes('lister')));
@@ -173,7 +230,8 @@ describeEachStore('plant-store token and migrate', (fx) => {
       return { token: r.stdout.trim(), id: /tok_[0-9a-f]+/.exec(r.stderr)![0] };
     };
     const [a, b, c] = await Promise.all([created(), created(), created()]);
-    const state = async () => new Map((await listJson(fx.db)).filter((t) => t.owner === 'revokee').map((t) => [t.id, t.revoked]));
+    const state = async () =>
+      new Map((await listJson(fx.db)).filter((t) => t.owner === 'revokee').map((t) => [t.id, t.revoked]));
     assert.deepEqual([...(await state()).values()], ['-', '-', '-']);
 
     const r1 = await runCli(['token', 'revoke', a.token, '--db', fx.db]);
@@ -206,12 +264,18 @@ describeEachStore('plant-store token and migrate', (fx) => {
     after(() => rmSync(dir, { recursive: true, force: true }));
     const fromEnv = await runCli(['token', 'create', '--owner', 'envuser'], { DATABASE_URL: fx.db });
     assert.equal(fromEnv.code, 0, fromEnv.stderr);
-    assert.ok((await listJson(fx.db)).some((t) => t.owner === 'envuser'), 'DATABASE_URL names the store');
+    assert.ok(
+      (await listJson(fx.db)).some((t) => t.owner === 'envuser'),
+      'DATABASE_URL names the store',
+    );
 
     const other = join(dir, 'other.db');
     const flagWins = await runCli(['token', 'create', '--owner', 'flaguser', '--db', fx.db], { DATABASE_URL: other });
     assert.equal(flagWins.code, 0, flagWins.stderr);
-    assert.ok((await listJson(fx.db)).some((t) => t.owner === 'flaguser'), '--db names the store');
+    assert.ok(
+      (await listJson(fx.db)).some((t) => t.owner === 'flaguser'),
+      '--db names the store',
+    );
     assert.equal(existsSync(other), false, 'the store DATABASE_URL names was not touched');
   });
 
@@ -238,7 +302,11 @@ describeEachStore('plant-store token and migrate', (fx) => {
       const results = await Promise.all(batch.map(([args]) => runCli([...args, '--db', fx.db])));
       batch.forEach(([args, mention], j) => assertUsageError(results[j]!, mention, args.join(' ')));
     }
-    assert.equal((await listJson(fx.db)).filter((t) => t.owner === 'x').length, 0, 'no token was created by a bad command');
+    assert.equal(
+      (await listJson(fx.db)).filter((t) => t.owner === 'x').length,
+      0,
+      'no token was created by a bad command',
+    );
   });
 });
 
@@ -246,45 +314,65 @@ describeEachStore('plant-store serve', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
-  it('on a store with no tokens prints one admin token once, with a curl example; the next start prints none', LIMIT, async () => {
-    const server = await startServer(serveArgs(fx.db));
-    await server.waitForOutput((_, err) => /curl/.test(err), 5000);
-    const tokens = tokensIn(server.stderr);
-    assert.ok(tokens.length >= 1, `a token on stderr:\n${server.stderr}`);
-    const token = tokens[0]!;
-    assert.ok(tokens.every((t) => t === token), 'one token');
-    assert.ok(!server.stdout.includes(token), 'the token is not on stdout');
-    const curl = server.stderr.split('\n').filter((l) => l.includes('curl'));
-    assert.equal(curl.length, 1, 'one curl line');
-    assert.ok(curl[0]!.includes(`Bearer ${token}`), curl[0]);
-    assert.ok(curl[0]!.includes(`${server.url}/plants`), `the curl example uses the listening URL ${server.url}: ${curl[0]}`);
+  it(
+    'on a store with no tokens prints one admin token once, with a curl example; the next start prints none',
+    LIMIT,
+    async () => {
+      const server = await startServer(serveArgs(fx.db));
+      await server.waitForOutput((_, err) => /curl/.test(err), 5000);
+      const tokens = tokensIn(server.stderr);
+      assert.ok(tokens.length >= 1, `a token on stderr:\n${server.stderr}`);
+      const token = tokens[0]!;
+      assert.ok(
+        tokens.every((t) => t === token),
+        'one token',
+      );
+      assert.ok(!server.stdout.includes(token), 'the token is not on stdout');
+      const curl = server.stderr.split('\n').filter((l) => l.includes('curl'));
+      assert.equal(curl.length, 1, 'one curl line');
+      assert.ok(curl[0]!.includes(`Bearer ${token}`), curl[0]);
+      assert.ok(
+        curl[0]!.includes(`${server.url}/plants`),
+        `the curl example uses the listening URL ${server.url}: ${curl[0]}`,
+      );
 
-    const created = await httpRequest(`${server.url}/plants`, { method: 'POST', token, json: { id: 1, name: 'Fern' } });
-    assert.equal(created.status, 200, created.body);
-    const listed = await httpRequest(`${server.url}/plants`, { token });
-    assert.equal(listed.status, 200);
-    assert.deepEqual(JSON.parse(listed.body), [{ name: 'Fern' }]);
+      const created = await httpRequest(`${server.url}/plants`, {
+        method: 'POST',
+        token,
+        json: { id: 1, name: 'Fern' },
+      });
+      assert.equal(created.status, 200, created.body);
+      const listed = await httpRequest(`${server.url}/plants`, { token });
+      assert.equal(listed.status, 200);
+      assert.deepEqual(JSON.parse(listed.body), [{ name: 'Fern' }]);
 
-    server.kill('SIGTERM');
-    assert.deepEqual(await server.waitExit(), { code: 0, signal: null });
+      server.kill('SIGTERM');
+      assert.deepEqual(await server.waitExit(), { code: 0, signal: null });
 
-    const rows = (await runCli(['token', 'list', '--json', '--db', fx.db])).stdout.trim().split('\n');
-    assert.equal(rows.length, 1);
-    assert.equal((JSON.parse(rows[0]!) as TokenRow).owner, 'admin');
+      const rows = (await runCli(['token', 'list', '--json', '--db', fx.db])).stdout.trim().split('\n');
+      assert.equal(rows.length, 1);
+      assert.equal((JSON.parse(rows[0]!) as TokenRow).owner, 'admin');
 
-    const second = await startServer(serveArgs(fx.db));
-    const ok = await httpRequest(`${second.url}/plants`, { token });
-    assert.equal(ok.status, 200, 'the first token still works');
-    second.kill('SIGTERM');
-    assert.deepEqual(await second.waitExit(), { code: 0, signal: null });
-    assert.doesNotMatch(second.stderr, TOKEN_ANYWHERE, 'no token on the second start');
-    assert.doesNotMatch(second.stdout, TOKEN_ANYWHERE);
-    assert.equal((await runCli(['token', 'list', '--json', '--db', fx.db])).stdout.trim().split('\n').length, 1, 'no second token');
-  });
+      const second = await startServer(serveArgs(fx.db));
+      const ok = await httpRequest(`${second.url}/plants`, { token });
+      assert.equal(ok.status, 200, 'the first token still works');
+      second.kill('SIGTERM');
+      assert.deepEqual(await second.waitExit(), { code: 0, signal: null });
+      assert.doesNotMatch(second.stderr, TOKEN_ANYWHERE, 'no token on the second start');
+      assert.doesNotMatch(second.stdout, TOKEN_ANYWHERE);
+      assert.equal(
+        (await runCli(['token', 'list', '--json', '--db', fx.db])).stdout.trim().split('\n').length,
+        1,
+        'no second token',
+      );
+    },
+  );
 
   it('reads HOST and PORT from the environment, and flags win over HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
-    const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], { env: { HOST: '127.0.0.1', PORT: '0' } });
+    const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {
+      env: { HOST: '127.0.0.1', PORT: '0' },
+    });
     assert.notEqual(fromEnv.port, 8080, 'PORT=0 from the environment picks a free port');
     assert.equal((await httpRequest(`${fromEnv.url}/plants`, { token })).status, 200);
     fromEnv.kill('SIGTERM');
@@ -293,61 +381,106 @@ describeEachStore('plant-store serve', (fx) => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-env-'));
     after(() => rmSync(dir, { recursive: true, force: true }));
     const other = join(dir, 'other.db');
-    const flags = await startServer(serveArgs(fx.db), { env: { HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other } });
-    assert.equal((await httpRequest(`${flags.url}/plants`, { token })).status, 200, 'the --db store, where the token lives');
+    const flags = await startServer(serveArgs(fx.db), {
+      env: { HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
+    });
+    assert.equal(
+      (await httpRequest(`${flags.url}/plants`, { token })).status,
+      200,
+      'the --db store, where the token lives',
+    );
     flags.kill('SIGTERM');
     assert.equal((await flags.waitExit()).code, 0);
     assert.equal(existsSync(other), false, 'DATABASE_URL was not used');
   });
 
-  it('logs one request line per request with its request id, and never the Authorization header or a token', LIMIT, async () => {
-    const token = await cliToken(fx.db, 'logger');
-    const readOnly = await cliToken(fx.db, 'logger', '--scope', 'plants:read');
-    const unknown = `plnt_${'Z'.repeat(43)}`;
-    const malformed = 'not-a-token-c2VjcmV0LXNob3VsZC1ub3QtbGVhaw';
-    const server = await startServer(serveArgs(fx.db));
-    const u = server.url;
-    const sent: { id: string; method: string; url: string; status: number; opts: Parameters<typeof httpRequest>[1] }[] = [
-      { id: 'log-create', method: 'POST', url: '/plants', status: 200, opts: { token, json: { id: 7, name: 'Ivy', tag: 'vine' } } },
-      { id: 'log-list', method: 'GET', url: '/plants', status: 200, opts: { token } },
-      { id: 'log-unknown', method: 'GET', url: '/plants', status: 401, opts: { token: unknown } },
-      { id: 'log-malformed', method: 'GET', url: '/plants', status: 401, opts: { token: malformed } },
-      { id: 'log-basic', method: 'GET', url: '/plants', status: 401, opts: { headers: { authorization: `Basic ${Buffer.from(`u:${token}`).toString('base64')}` } } },
-      { id: 'log-none', method: 'GET', url: '/plants', status: 401, opts: {} },
-      { id: 'log-scope', method: 'POST', url: '/plants', status: 403, opts: { token: readOnly, json: { id: 8, name: 'Moss' } } },
-      { id: 'log-delete', method: 'DELETE', url: '/plants/7', status: 204, opts: { token } },
-      { id: 'log-missing', method: 'DELETE', url: '/plants/7', status: 404, opts: { token } },
-    ];
-    for (const s of sent) {
-      const res = await httpRequest(`${u}${s.url}`, { method: s.method, ...s.opts, headers: { ...s.opts?.headers, 'x-request-id': s.id } });
-      assert.equal(res.status, s.status, `${s.id}: ${res.body}`);
-      assert.equal(res.headers['x-request-id'], s.id, `${s.id}: the request id is echoed`);
-    }
-    const anon = await httpRequest(`${u}/plants`, { token });
-    const generated = anon.headers['x-request-id'];
-    assert.equal(typeof generated, 'string', 'a request without X-Request-Id gets one');
+  it(
+    'logs one request line per request with its request id, and never the Authorization header or a token',
+    LIMIT,
+    async () => {
+      const token = await cliToken(fx.db, 'logger');
+      const readOnly = await cliToken(fx.db, 'logger', '--scope', 'plants:read');
+      const unknown = `plnt_${'Z'.repeat(43)}`;
+      const malformed = 'not-a-token-c2VjcmV0LXNob3VsZC1ub3QtbGVhaw';
+      const server = await startServer(serveArgs(fx.db));
+      const u = server.url;
+      const sent: {
+        id: string;
+        method: string;
+        url: string;
+        status: number;
+        opts: Parameters<typeof httpRequest>[1];
+      }[] = [
+        {
+          id: 'log-create',
+          method: 'POST',
+          url: '/plants',
+          status: 200,
+          opts: { token, json: { id: 7, name: 'Ivy', tag: 'vine' } },
+        },
+        { id: 'log-list', method: 'GET', url: '/plants', status: 200, opts: { token } },
+        { id: 'log-unknown', method: 'GET', url: '/plants', status: 401, opts: { token: unknown } },
+        { id: 'log-malformed', method: 'GET', url: '/plants', status: 401, opts: { token: malformed } },
+        {
+          id: 'log-basic',
+          method: 'GET',
+          url: '/plants',
+          status: 401,
+          opts: { headers: { authorization: `Basic ${Buffer.from(`u:${token}`).toString('base64')}` } },
+        },
+        { id: 'log-none', method: 'GET', url: '/plants', status: 401, opts: {} },
+        {
+          id: 'log-scope',
+          method: 'POST',
+          url: '/plants',
+          status: 403,
+          opts: { token: readOnly, json: { id: 8, name: 'Moss' } },
+        },
+        { id: 'log-delete', method: 'DELETE', url: '/plants/7', status: 204, opts: { token } },
+        { id: 'log-missing', method: 'DELETE', url: '/plants/7', status: 404, opts: { token } },
+      ];
+      for (const s of sent) {
+        const res = await httpRequest(`${u}${s.url}`, {
+          method: s.method,
+          ...s.opts,
+          headers: { ...s.opts?.headers, 'x-request-id': s.id },
+        });
+        assert.equal(res.status, s.status, `${s.id}: ${res.body}`);
+        assert.equal(res.headers['x-request-id'], s.id, `${s.id}: the request id is echoed`);
+      }
+      const anon = await httpRequest(`${u}/plants`, { token });
+      const generated = anon.headers['x-request-id'];
+      assert.equal(typeof generated, 'string', 'a request without X-Request-Id gets one');
 
-    server.kill('SIGTERM');
-    assert.equal((await server.waitExit()).code, 0);
+      server.kill('SIGTERM');
+      assert.equal((await server.waitExit()).code, 0);
 
-    const requestLines = server.logLines().filter((l) => l.msg === 'request completed' || l.msg === 'request failed');
-    assert.equal(requestLines.length, sent.length + 1, `one line per request:\n${server.stdout}`);
-    for (const s of [...sent, { id: generated as string, method: 'GET', url: '/plants', status: 200 }]) {
-      const lines = requestLines.filter((l) => l.reqId === s.id);
-      assert.equal(lines.length, 1, `one log line for ${s.id}`);
-      const line = lines[0]!;
-      assert.equal(line.level, 30, `${s.id} logged at info`);
-      assert.equal(line.method, s.method);
-      assert.equal(line.url, s.url);
-      assert.equal(line.statusCode, s.status);
-    }
-    const output = server.stdout + server.stderr;
-    for (const secret of [token, readOnly, unknown, malformed, token.slice(5), Buffer.from(`u:${token}`).toString('base64')]) {
-      assert.ok(!output.includes(secret), `the server output contains ${secret}`);
-    }
-    assert.doesNotMatch(output, /bearer\s/i, 'no Authorization value in the logs');
-    assert.doesNotMatch(output, /"authorization"\s*:\s*"(?!\[redacted\])/i);
-  });
+      const requestLines = server.logLines().filter((l) => l.msg === 'request completed' || l.msg === 'request failed');
+      assert.equal(requestLines.length, sent.length + 1, `one line per request:\n${server.stdout}`);
+      for (const s of [...sent, { id: generated as string, method: 'GET', url: '/plants', status: 200 }]) {
+        const lines = requestLines.filter((l) => l.reqId === s.id);
+        assert.equal(lines.length, 1, `one log line for ${s.id}`);
+        const line = lines[0]!;
+        assert.equal(line.level, 30, `${s.id} logged at info`);
+        assert.equal(line.method, s.method);
+        assert.equal(line.url, s.url);
+        assert.equal(line.statusCode, s.status);
+      }
+      const output = server.stdout + server.stderr;
+      for (const secret of [
+        token,
+        readOnly,
+        unknown,
+        malformed,
+        token.slice(5),
+        Buffer.from(`u:${token}`).toString('base64'),
+      ]) {
+        assert.ok(!output.includes(secret), `the server output contains ${secret}`);
+      }
+      assert.doesNotMatch(output, /bearer\s/i, 'no Authorization value in the logs');
+      assert.doesNotMatch(output, /"authorization"\s*:\s*"(?!\[redacted\])/i);
+    },
+  );
 });
 
 describeEachStore('plant-store serve on a store whose tokens came from the CLI', (fx) => {

@@ -8,7 +8,10 @@ import { describeOnStore } from './helpers/stores.js';
 
 describeOnStore('sqlite', 'durability settings', (fx) => {
   it('full fsyncs every commit (synchronous=FULL), normal only at checkpoints (NORMAL)', () => {
-    for (const [durability, expected] of [['full', 2], ['normal', 1]] as const) {
+    for (const [durability, expected] of [
+      ['full', 2],
+      ['normal', 1],
+    ] as const) {
       const db = openSqlite({ path: fx.db, durability });
       try {
         assert.equal(db.pragma('synchronous', { simple: true }), expected, durability);
@@ -22,7 +25,10 @@ describeOnStore('sqlite', 'durability settings', (fx) => {
 
 describeOnStore('postgres', 'durability settings', (fx) => {
   it('full keeps synchronous_commit on, normal turns it off', async () => {
-    for (const [durability, expected] of [['full', 'on'], ['normal', 'off']] as const) {
+    for (const [durability, expected] of [
+      ['full', 'on'],
+      ['normal', 'off'],
+    ] as const) {
       const pool = createPgPool({ ...fx.config(), durability });
       try {
         const { rows } = await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit');

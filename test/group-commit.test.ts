@@ -26,12 +26,19 @@ describe('SQLite group commit', () => {
   });
 
   const insert = (x: number | null) => () => db.prepare('INSERT INTO t (x) VALUES (?)').run(x).changes;
-  const rows = () => reader.prepare('SELECT x FROM t ORDER BY x').all().map((r) => (r as { x: number }).x);
+  const rows = () =>
+    reader
+      .prepare('SELECT x FROM t ORDER BY x')
+      .all()
+      .map((r) => (r as { x: number }).x);
 
   it('runs a batch in one transaction and returns once it has committed', () => {
     let inTransaction = 0;
     const outcomes = writes.commitNow([1, 2, 3].map((x) => () => (db.inTransaction && inTransaction++, insert(x)())));
-    assert.deepEqual(outcomes, [1, 2, 3].map(() => ({ ok: true, value: 1 })));
+    assert.deepEqual(
+      outcomes,
+      [1, 2, 3].map(() => ({ ok: true, value: 1 })),
+    );
     assert.equal(inTransaction, 3);
     assert.equal(db.inTransaction, false);
     // Another connection already sees them.

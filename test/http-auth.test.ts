@@ -48,7 +48,10 @@ const unissuedToken = () => `plnt_${randomBytes(32).toString('base64url')}`;
 /** One request per plant operation, none of which should get past authentication. */
 const OPERATIONS: Array<[string, InjectOptions]> = [
   ['GET /plants', { method: 'GET', url: '/plants' }],
-  ['POST /plants', { method: 'POST', url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' }],
+  [
+    'POST /plants',
+    { method: 'POST', url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' },
+  ],
   ['DELETE /plants/1', { method: 'DELETE', url: '/plants/1' }],
 ];
 
@@ -57,7 +60,10 @@ describeEachStore('HTTP auth', (fx) => {
 
   /** The request, with the given Authorization header (or none). */
   function send(op: InjectOptions, authorization?: string): Promise<LightMyRequestResponse> {
-    const headers = { ...(op.headers as Record<string, string>), ...(authorization === undefined ? {} : { authorization }) };
+    const headers = {
+      ...(op.headers as Record<string, string>),
+      ...(authorization === undefined ? {} : { authorization }),
+    };
     return h.request({ ...op, headers });
   }
 
@@ -147,7 +153,13 @@ describeEachStore('HTTP auth', (fx) => {
   describe('authentication comes before the body', () => {
     const bodies: Array<[string, InjectOptions]> = [
       ['malformed JSON', { headers: { 'content-type': 'application/json' }, payload: '{"id":' }],
-      ['a 2 MB body', { headers: { 'content-type': 'application/json' }, payload: `{"id":1,"name":"${'x'.repeat(2 * 1024 * 1024)}"}` }],
+      [
+        'a 2 MB body',
+        {
+          headers: { 'content-type': 'application/json' },
+          payload: `{"id":1,"name":"${'x'.repeat(2 * 1024 * 1024)}"}`,
+        },
+      ],
       ['a text/plain body', { headers: { 'content-type': 'text/plain' }, payload: 'hello' }],
       ['an empty body', { headers: { 'content-type': 'application/json' }, payload: '' }],
       ['a valid plant', { headers: { 'content-type': 'application/json' }, payload: '{"id":2,"name":"x"}' }],

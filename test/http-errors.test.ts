@@ -3,7 +3,15 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { useApp, type AppHarness } from './helpers/app.js';
-import { createRaw, deletePlant, expectError, getPage, listAll, newOwner, type PlantBody } from './helpers/plants-http.js';
+import {
+  createRaw,
+  deletePlant,
+  expectError,
+  getPage,
+  listAll,
+  newOwner,
+  type PlantBody,
+} from './helpers/plants-http.js';
 import { describeEachStore } from './helpers/stores.js';
 
 const ID_MESSAGE = 'id must be an integer between -9223372036854775808 and 9223372036854775807';
@@ -13,7 +21,11 @@ function useSeededOwner(h: AppHarness) {
   const o = { token: '', baseline: [] as PlantBody[] };
   before(async () => {
     o.token = await h.token(newOwner('err'));
-    for (const raw of ['{"id":1,"name":"one","tag":"t"}', '{"id":2,"name":"two"}', '{"id":9007199254740993,"name":"big"}']) {
+    for (const raw of [
+      '{"id":1,"name":"one","tag":"t"}',
+      '{"id":2,"name":"two"}',
+      '{"id":9007199254740993,"name":"big"}',
+    ]) {
       assert.equal((await createRaw(h, o.token, raw)).statusCode, 200);
     }
     o.baseline = (await listAll(h, o.token)).plants;
@@ -84,7 +96,12 @@ describeEachStore('HTTP errors', (fx) => {
   const h = useApp(fx);
   const owner = useSeededOwner(h);
 
-  async function rejectCreate(raw: string, status: number, message: RegExp | string, headers: Record<string, string> = {}) {
+  async function rejectCreate(
+    raw: string,
+    status: number,
+    message: RegExp | string,
+    headers: Record<string, string> = {},
+  ) {
     const res = await createRaw(h, owner.token, raw, headers);
     const text = expectError(res, status, message);
     await owner.assertUnchanged();
@@ -140,8 +157,17 @@ describeEachStore('HTTP errors', (fx) => {
       const { next } = await getPage(h, owner.token, '/plants?limit=1');
       assert.ok(next, 'a first page of one plant has a next link');
       const cursor = new URL(next, 'http://x').searchParams.get('cursor')!;
-      for (const query of [`cursor=${cursor}A`, `cursor=${cursor}=`, `cursor=${cursor.slice(0, -1)}`, `cursor=${cursor}&cursor=${cursor}`]) {
-        expectError(await h.request({ method: 'GET', url: `/plants?limit=1&${query}`, token: owner.token }), 400, /\bcursor\b/);
+      for (const query of [
+        `cursor=${cursor}A`,
+        `cursor=${cursor}=`,
+        `cursor=${cursor.slice(0, -1)}`,
+        `cursor=${cursor}&cursor=${cursor}`,
+      ]) {
+        expectError(
+          await h.request({ method: 'GET', url: `/plants?limit=1&${query}`, token: owner.token }),
+          400,
+          /\bcursor\b/,
+        );
       }
     });
   });
@@ -233,14 +259,25 @@ describeEachStore('HTTP errors', (fx) => {
   });
 
   describe('415 on POST /plants', () => {
-    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/jsonx']) {
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/xml',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+    ]) {
       it(`Content-Type: ${type}`, async () => {
         await rejectCreate('{"id":100,"name":"x"}', 415, /Content-Type/, { 'content-type': type });
       });
     }
 
     it('a body with no Content-Type', async () => {
-      const res = await h.request({ method: 'POST', url: '/plants', token: owner.token, payload: '{"id":100,"name":"x"}' });
+      const res = await h.request({
+        method: 'POST',
+        url: '/plants',
+        token: owner.token,
+        payload: '{"id":100,"name":"x"}',
+      });
       expectError(res, 415, /Content-Type/);
       await owner.assertUnchanged();
     });

@@ -51,7 +51,11 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       await createOk(h, t, 1, 'Monstera', 'aroid');
       await createOk(h, t, 2, 'Fern');
       await createOk(h, t, 3, 'Cactus', '');
-      assert.deepEqual((await listAll(h, t)).plants, [{ name: 'Monstera', tag: 'aroid' }, { name: 'Fern' }, { name: 'Cactus', tag: '' }]);
+      assert.deepEqual((await listAll(h, t)).plants, [
+        { name: 'Monstera', tag: 'aroid' },
+        { name: 'Fern' },
+        { name: 'Cactus', tag: '' },
+      ]);
     });
 
     it('accepts application/json with a charset parameter', async () => {
@@ -222,12 +226,21 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       const ids = [INT64_MIN, String(BigInt(INT64_MIN) + 1n), INT64_MAX, String(BigInt(INT64_MAX) - 1n), '0', '-1'];
       for (const id of ids) await createOk(h, t, BigInt(id), `id ${id}`);
       for (const id of ids) await createOk(h, t, BigInt(id), `id ${id}`); // retries read the exact id back
-      assert.deepEqual(await names(h, t), ids.map((id) => `id ${id}`));
+      assert.deepEqual(
+        await names(h, t),
+        ids.map((id) => `id ${id}`),
+      );
       for (const id of [INT64_MIN, INT64_MAX]) {
         assert.equal((await deletePlant(h, t, id)).statusCode, 204, `DELETE /plants/${id}`);
         expectError(await deletePlant(h, t, id), 404, /no plant/);
       }
-      assert.deepEqual(await names(h, t), ids.slice(1).filter((id) => id !== INT64_MAX).map((id) => `id ${id}`));
+      assert.deepEqual(
+        await names(h, t),
+        ids
+          .slice(1)
+          .filter((id) => id !== INT64_MAX)
+          .map((id) => `id ${id}`),
+      );
     });
   });
 
@@ -250,7 +263,11 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
         assert.equal(res.statusCode, 200);
         assert.equal(res.headers['x-request-id'], id);
       }
-      const unauthenticated = await h.request({ method: 'GET', url: '/plants', headers: { 'x-request-id': 'on-error' } });
+      const unauthenticated = await h.request({
+        method: 'GET',
+        url: '/plants',
+        headers: { 'x-request-id': 'on-error' },
+      });
       assert.equal(unauthenticated.statusCode, 401);
       assert.equal(unauthenticated.headers['x-request-id'], 'on-error');
     });
@@ -276,7 +293,10 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       const t = await ownerToken(h);
       for (const id of [30, -5, 10, 20, 0]) await createOk(h, t, id, `id${id}`);
       const page = await getPage(h, t);
-      assert.deepEqual(page.plants.map((p) => p.name), ['id30', 'id-5', 'id10', 'id20', 'id0']);
+      assert.deepEqual(
+        page.plants.map((p) => p.name),
+        ['id30', 'id-5', 'id10', 'id20', 'id0'],
+      );
       assert.equal(page.next, undefined);
     });
 
@@ -290,11 +310,17 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       const t = await ownerToken(h);
       const all = await seed(h, t, 1, 8);
       const first = await getPage(h, t, '/plants?limit=3');
-      assert.deepEqual(first.plants.map((p) => p.name), all.slice(0, 3));
+      assert.deepEqual(
+        first.plants.map((p) => p.name),
+        all.slice(0, 3),
+      );
       assert.equal(first.nextLimit, 3);
       const { plants, pageSizes } = await listAll(h, t, '/plants?limit=3');
       assert.deepEqual(pageSizes, [3, 3, 1]);
-      assert.deepEqual(plants.map((p) => p.name), all);
+      assert.deepEqual(
+        plants.map((p) => p.name),
+        all,
+      );
     });
 
     it('a last page that is exactly full has no Link', async () => {
@@ -302,7 +328,10 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       const all = await seed(h, t, 1, 7);
       const { plants, pageSizes } = await listAll(h, t, '/plants?limit=3');
       assert.deepEqual(pageSizes, [3, 3]);
-      assert.deepEqual(plants.map((p) => p.name), all);
+      assert.deepEqual(
+        plants.map((p) => p.name),
+        all,
+      );
       assert.equal((await getPage(h, t, '/plants?limit=6')).next, undefined);
     });
 
@@ -311,7 +340,10 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       const all = await seed(h, t, 1, 5);
       const { plants, pageSizes } = await listAll(h, t, '/plants?limit=1');
       assert.deepEqual(pageSizes, [1, 1, 1, 1]);
-      assert.deepEqual(plants.map((p) => p.name), all);
+      assert.deepEqual(
+        plants.map((p) => p.name),
+        all,
+      );
     });
 
     it('default page size is 1000 and a larger limit is clamped to 1000', async () => {
@@ -367,7 +399,10 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
       assertNoRepeats(seen);
       const expected = [...originals.filter((n) => !removedUnseen.has(n)), ...added];
       assert.deepEqual(seen, expected, 'every surviving plant once, in insertion order, deleted ones never');
-      assert.deepEqual(await names(h, t), expected.filter((n) => !removedSeen.has(n)));
+      assert.deepEqual(
+        await names(h, t),
+        expected.filter((n) => !removedSeen.has(n)),
+      );
     });
 
     it('paging stays exact while another client inserts and deletes at the same time', async () => {
@@ -404,10 +439,20 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
         if (!doomed.has(name)) assert.ok(seen.includes(name), `${name} existed throughout but was skipped`);
       }
       const known = new Set([...originals, ...added]);
-      assert.deepEqual(seen.filter((n) => !known.has(n)), []);
+      assert.deepEqual(
+        seen.filter((n) => !known.has(n)),
+        [],
+      );
       const order = [...originals, ...added];
-      assert.deepEqual(seen, order.filter((n) => seen.includes(n)), 'pages follow insertion order');
-      assert.deepEqual(await names(h, t), order.filter((n) => !doomed.has(n)));
+      assert.deepEqual(
+        seen,
+        order.filter((n) => seen.includes(n)),
+        'pages follow insertion order',
+      );
+      assert.deepEqual(
+        await names(h, t),
+        order.filter((n) => !doomed.has(n)),
+      );
     });
   });
 });
@@ -423,11 +468,17 @@ describeEachStore('HTTP plants: page size with listDefaultLimit 3 and listMaxLim
   it('without ?limit a page holds listDefaultLimit plants and the Link says so', async () => {
     const { t, all } = await ownerWith(8);
     const page = await getPage(h, t);
-    assert.deepEqual(page.plants.map((p) => p.name), all.slice(0, 3));
+    assert.deepEqual(
+      page.plants.map((p) => p.name),
+      all.slice(0, 3),
+    );
     assert.equal(page.nextLimit, 3);
     const { plants, pageSizes } = await listAll(h, t);
     assert.deepEqual(pageSizes, [3, 3, 2]);
-    assert.deepEqual(plants.map((p) => p.name), all);
+    assert.deepEqual(
+      plants.map((p) => p.name),
+      all,
+    );
   });
 
   for (const limit of [6, 100, 2147483647]) {
@@ -438,7 +489,10 @@ describeEachStore('HTTP plants: page size with listDefaultLimit 3 and listMaxLim
       assert.equal(page.nextLimit, 5);
       const { plants, pageSizes } = await listAll(h, t, `/plants?limit=${limit}`);
       assert.deepEqual(pageSizes, [5, 5, 2]);
-      assert.deepEqual(plants.map((p) => p.name), all);
+      assert.deepEqual(
+        plants.map((p) => p.name),
+        all,
+      );
     });
   }
 
@@ -446,10 +500,13 @@ describeEachStore('HTTP plants: page size with listDefaultLimit 3 and listMaxLim
     const { t, all } = await ownerWith(5);
     const { plants, pageSizes } = await listAll(h, t, '/plants?limit=4');
     assert.deepEqual(pageSizes, [4, 1]);
-    assert.deepEqual(plants.map((p) => p.name), all);
+    assert.deepEqual(
+      plants.map((p) => p.name),
+      all,
+    );
   });
 
-  it('a cursor from one owner does not reveal another owner\'s plants', async () => {
+  it("a cursor from one owner does not reveal another owner's plants", async () => {
     const a = await ownerWith(4, 'a');
     const b = await ownerWith(4, 'b');
     const page = await getPage(h, a.t, '/plants?limit=2');
@@ -460,7 +517,11 @@ describeEachStore('HTTP plants: page size with listDefaultLimit 3 and listMaxLim
     }
     assert.equal(res.statusCode, 200, res.body);
     const got = (jsonBody(res) as PlantBody[]).map((p) => p.name);
-    assert.deepEqual(got.filter((n) => !b.all.includes(n)), [], "another owner's plants leaked through a cursor");
+    assert.deepEqual(
+      got.filter((n) => !b.all.includes(n)),
+      [],
+      "another owner's plants leaked through a cursor",
+    );
     assertNoRepeats(got);
   });
 });

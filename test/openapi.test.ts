@@ -46,7 +46,10 @@ function pointer(...parts: string[]): string {
 /** Ajv 2020 with the whole document (and so components.schemas) loaded, and the OpenAPI integer formats. */
 function documentValidator(doc: OpenApiDoc) {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int32', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+  });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addSchema(structuredClone(doc) as object, DOC_ID);
   const cache = new Map<string, ValidateFunction>();
@@ -109,28 +112,46 @@ describeEachStore('OpenAPI document', (fx) => {
         const op = doc.paths[path]?.get;
         assert.ok(op, `GET ${path} is documented`);
         const security = op.security ?? doc.security ?? [];
-        assert.ok(security.length === 0 || security.some((r) => Object.keys(r).length === 0), `GET ${path} needs no token`);
+        assert.ok(
+          security.length === 0 || security.some((r) => Object.keys(r).length === 0),
+          `GET ${path} needs no token`,
+        );
       }
     });
 
     it('yields response schemas that really constrain bodies (the checks below are not vacuous)', () => {
-      const plant = schemaAt(pointer('paths', '/plants', 'post', 'responses', '200', 'content', 'application/json', 'schema'));
+      const plant = schemaAt(
+        pointer('paths', '/plants', 'post', 'responses', '200', 'content', 'application/json', 'schema'),
+      );
       assert.equal(plant({ name: 'x', tag: 'y' }), true);
       for (const bad of [{}, { name: 5 }, { name: 'x', id: 1 }, { name: 'x', tag: null }, [{ name: 'x' }]]) {
         assert.equal(plant(bad), false, JSON.stringify(bad));
       }
-      const list = schemaAt(pointer('paths', '/plants', 'get', 'responses', '200', 'content', 'application/json', 'schema'));
+      const list = schemaAt(
+        pointer('paths', '/plants', 'get', 'responses', '200', 'content', 'application/json', 'schema'),
+      );
       assert.equal(list([{ name: 'x' }, { name: 'y', tag: '' }]), true);
       assert.equal(list([{ name: 'x', id: 1 }]), false);
-      const error = schemaAt(pointer('paths', '/plants/{id}', 'delete', 'responses', '404', 'content', 'application/json', 'schema'));
+      const error = schemaAt(
+        pointer('paths', '/plants/{id}', 'delete', 'responses', '404', 'content', 'application/json', 'schema'),
+      );
       assert.equal(error({ error: 404, message: 'no plant' }), true);
-      for (const bad of [{ error: 404 }, { message: 'm' }, { error: '404', message: 'm' }, { error: 4.5, message: 'm' }, { error: 2 ** 31, message: 'm' }]) {
+      for (const bad of [
+        { error: 404 },
+        { message: 'm' },
+        { error: '404', message: 'm' },
+        { error: 4.5, message: 'm' },
+        { error: 2 ** 31, message: 'm' },
+      ]) {
         assert.equal(error(bad), false, JSON.stringify(bad));
       }
     });
 
     it('describes the NewPlant body, the limit and cursor query parameters and the int64 path id', () => {
-      const body = doc.paths['/plants']!.post!.requestBody!.content['application/json']!.schema as Record<string, unknown>;
+      const body = doc.paths['/plants']!.post!.requestBody!.content['application/json']!.schema as Record<
+        string,
+        unknown
+      >;
       const props = body.properties as Record<string, Record<string, unknown>>;
       assert.deepEqual([...(body.required as string[])].sort(), ['id', 'name']);
       assert.equal(props.id!.type, 'integer');
@@ -161,16 +182,24 @@ describeEachStore('OpenAPI document', (fx) => {
       const key = `${method} ${path}`;
       seen.set(key, (seen.get(key) ?? new Set()).add(status));
       const documented = op.responses[status];
-      assert.ok(documented, `${key} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`);
+      assert.ok(
+        documented,
+        `${key} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`,
+      );
       const content = documented.content?.['application/json'];
       if (!content) {
         assert.equal(res.body, '', `${key} ${status} is documented without a body`);
         return;
       }
       assert.match(String(res.headers['content-type']), /^application\/json\b/, `${key} ${status} content type`);
-      const validate = schemaAt(pointer('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema'));
+      const validate = schemaAt(
+        pointer('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema'),
+      );
       const body = JSON.parse(res.body) as unknown;
-      assert.ok(validate(body), `${key} ${status} body ${res.body} breaks its schema: ${JSON.stringify(validate.errors)}`);
+      assert.ok(
+        validate(body),
+        `${key} ${status} body ${res.body} breaks its schema: ${JSON.stringify(validate.errors)}`,
+      );
     }
 
     const auth = { read: '', write: '', both: '', owner: '' };
@@ -258,7 +287,16 @@ describeEachStore('OpenAPI document', (fx) => {
         const requests = [
           ['/readyz', 'GET', { method: 'GET', url: '/readyz' }],
           ['/plants', 'GET', { method: 'GET', url: '/plants', headers: { authorization } }],
-          ['/plants', 'POST', { method: 'POST', url: '/plants', headers: { authorization, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' }],
+          [
+            '/plants',
+            'POST',
+            {
+              method: 'POST',
+              url: '/plants',
+              headers: { authorization, 'content-type': 'application/json' },
+              payload: '{"id":1,"name":"x"}',
+            },
+          ],
           ['/plants/{id}', 'DELETE', { method: 'DELETE', url: '/plants/1', headers: { authorization } }],
         ] as const;
         for (const [path, method, opts] of requests) {
@@ -302,9 +340,15 @@ describeEachStore('OpenAPI document', (fx) => {
     for (const [what, body] of bodies) {
       it(`${what}: accepted by the server exactly when the documented schema accepts it`, async () => {
         const token = await h.token(newOwner('agree'));
-        const valid = schemaAt(pointer('paths', '/plants', 'post', 'requestBody', 'content', 'application/json', 'schema'))(body);
+        const valid = schemaAt(
+          pointer('paths', '/plants', 'post', 'requestBody', 'content', 'application/json', 'schema'),
+        )(body);
         const res = await createRaw(h, token, JSON.stringify(body));
-        assert.equal(res.statusCode, valid ? 200 : 400, `document says ${valid ? 'valid' : 'invalid'}, server answered ${res.statusCode}: ${res.body}`);
+        assert.equal(
+          res.statusCode,
+          valid ? 200 : 400,
+          `document says ${valid ? 'valid' : 'invalid'}, server answered ${res.statusCode}: ${res.body}`,
+        );
       });
     }
   });

@@ -23,12 +23,19 @@ describeOnStore('sqlite', 'list page reuse across connections', (fx) => {
 
   const headers = () => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
   const names = async (app: FastifyInstance, url = '/plants?limit=5') =>
-    (JSON.parse((await app.inject({ method: 'GET', url, headers: headers() })).body) as { name: string }[]).map((p) => p.name);
+    (JSON.parse((await app.inject({ method: 'GET', url, headers: headers() })).body) as { name: string }[]).map(
+      (p) => p.name,
+    );
 
   it('sees creates and deletes made through another connection at once', async () => {
     assert.deepEqual(await names(b), []);
     for (let i = 1; i <= 20; i++) {
-      const created = await a.inject({ method: 'POST', url: '/plants', headers: headers(), payload: `{"id":${i},"name":"p${i}"}` });
+      const created = await a.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: headers(),
+        payload: `{"id":${i},"name":"p${i}"}`,
+      });
       assert.equal(created.statusCode, 200);
       const seen = await names(b, '/plants?limit=100');
       assert.equal(seen.at(-1), `p${i}`, `after create ${i}`);

@@ -104,7 +104,14 @@ const createVia =
 const deleteVia =
   (url: string, token: string) =>
   (id: number, reqId: string, agent: http.Agent, onFlushed: (reused: boolean) => void): Promise<HttpResponse> =>
-    httpRequest(`${url}/plants/${id}`, { method: 'DELETE', token, agent, onFlushed, headers: { 'x-request-id': reqId }, timeoutMs: 10_000 });
+    httpRequest(`${url}/plants/${id}`, {
+      method: 'DELETE',
+      token,
+      agent,
+      onFlushed,
+      headers: { 'x-request-id': reqId },
+      timeoutMs: 10_000,
+    });
 
 async function stop(server: ServerProcess): Promise<void> {
   server.kill('SIGTERM');
@@ -152,15 +159,23 @@ async function killDuringCreates(fx: StoreFixture, serverFlags: string[]): Promi
   const lost = acked.filter((id) => !present.has(`p-${id}`));
   assert.deepEqual(lost, [], `acknowledged creates lost by kill -9 (${lost.length} of ${acked.length})`);
   const attempted = new Set(load.outcomes.map((o) => `p-${o.id}`));
-  assert.deepEqual(names.filter((n) => !attempted.has(n)), [], 'only attempted plants exist');
-  console.log(`# kill -9 creates [${fx.kind} ${serverFlags.join(' ')}]: ${acked.length} acknowledged, ${inFlight} in flight at the kill, ${names.length} after restart`);
-  }
+  assert.deepEqual(
+    names.filter((n) => !attempted.has(n)),
+    [],
+    'only attempted plants exist',
+  );
+  console.log(
+    `# kill -9 creates [${fx.kind} ${serverFlags.join(' ')}]: ${acked.length} acknowledged, ${inFlight} in flight at the kill, ${names.length} after restart`,
+  );
+}
 
 describeEachStore('kill -9 durability (default durability)', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
-  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, () => killDuringCreates(fx, []));
+  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, () =>
+    killDuringCreates(fx, []),
+  );
 
   it('every delete acknowledged with 204 stays deleted after kill -9 and a restart', { timeout: 30_000 }, async () => {
     const token = await cliToken(fx.db, 'crash-delete');
@@ -186,7 +201,11 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
     });
     // kill mid-load: after 1.5 s, or once a third of the plants are deleted if that comes first
     const started = performance.now();
-    await until(() => load.acked(204) >= total / 3 || performance.now() - started >= 1500, 10_000, 'deletes to be acknowledged');
+    await until(
+      () => load.acked(204) >= total / 3 || performance.now() - started >= 1500,
+      10_000,
+      'deletes to be acknowledged',
+    );
     const inFlight = load.inFlight();
     server.kill('SIGKILL');
     await load.done;
@@ -198,7 +217,9 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
     assert.ok(deleted.length >= 50, `enough deletes before the kill: ${deleted.length}`);
     assert.ok(attempted.size < total, 'the kill came before every plant was deleted');
     assert.deepEqual(
-      load.outcomes.filter((o) => o.error === undefined && o.status !== 204).map((o) => `${o.id}: ${o.status} ${o.body}`),
+      load.outcomes
+        .filter((o) => o.error === undefined && o.status !== 204)
+        .map((o) => `${o.id}: ${o.status} ${o.body}`),
       [],
       'every answer before the kill was 204',
     );
@@ -207,10 +228,20 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
     const present = new Set(await listAllNames(restarted.url, token));
     await stop(restarted);
     const resurrected = deleted.filter((id) => present.has(`p-${id}`));
-    assert.deepEqual(resurrected, [], `acknowledged deletes undone by kill -9 (${resurrected.length} of ${deleted.length})`);
+    assert.deepEqual(
+      resurrected,
+      [],
+      `acknowledged deletes undone by kill -9 (${resurrected.length} of ${deleted.length})`,
+    );
     const untouched = Array.from({ length: total }, (_, i) => i + 1).filter((id) => !attempted.has(id));
-    assert.deepEqual(untouched.filter((id) => !present.has(`p-${id}`)), [], 'plants nobody deleted are still there');
-    console.log(`# kill -9 deletes [${fx.kind}]: ${deleted.length} acknowledged, ${inFlight} in flight at the kill, ${present.size} left of ${total}`);
+    assert.deepEqual(
+      untouched.filter((id) => !present.has(`p-${id}`)),
+      [],
+      'plants nobody deleted are still there',
+    );
+    console.log(
+      `# kill -9 deletes [${fx.kind}]: ${deleted.length} acknowledged, ${inFlight} in flight at the kill, ${present.size} left of ${total}`,
+    );
   });
 });
 
@@ -218,147 +249,166 @@ describeEachStore('graceful shutdown', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
-  it('SIGTERM under load: in-flight requests complete, acknowledged creates persist, exit 0', { timeout: 30_000 }, async () => {
-    const token = await cliToken(fx.db, 'drain');
-    const server = await startServer(serveArgs(fx.db));
-    let next = 1;
-    const load = runLoad({
-      clients: 200,
-      nextId: () => next++,
-      send: createVia(server.url, token),
-      maxMs: 15_000,
-    });
-    await until(() => load.acked(200) >= 200, 10_000, 'the load to get going');
-    const inFlight = load.inFlight();
-    const termAt = performance.now();
-    server.kill('SIGTERM');
-    const exit = await server.waitExit(20_000);
-    const exitedAt = performance.now();
-    await load.done;
+  it(
+    'SIGTERM under load: in-flight requests complete, acknowledged creates persist, exit 0',
+    { timeout: 30_000 },
+    async () => {
+      const token = await cliToken(fx.db, 'drain');
+      const server = await startServer(serveArgs(fx.db));
+      let next = 1;
+      const load = runLoad({
+        clients: 200,
+        nextId: () => next++,
+        send: createVia(server.url, token),
+        maxMs: 15_000,
+      });
+      await until(() => load.acked(200) >= 200, 10_000, 'the load to get going');
+      const inFlight = load.inFlight();
+      const termAt = performance.now();
+      server.kill('SIGTERM');
+      const exit = await server.waitExit(20_000);
+      const exitedAt = performance.now();
+      await load.done;
 
-    assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM\n${server.stderr}`);
-    if (fx.kind === 'sqlite') {
-      // SQLite checkpoints and removes the WAL when the last connection closes cleanly
-      assert.equal(existsSync(`${fx.db}-wal`), false, 'the store was closed');
-    }
-    assert.ok(inFlight > 0, 'requests were in flight at SIGTERM');
+      assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM\n${server.stderr}`);
+      if (fx.kind === 'sqlite') {
+        // SQLite checkpoints and removes the WAL when the last connection closes cleanly
+        assert.equal(existsSync(`${fx.db}-wal`), false, 'the store was closed');
+      }
+      assert.ok(inFlight > 0, 'requests were in flight at SIGTERM');
 
-    const answered = load.outcomes.filter((o) => o.status !== undefined);
-    assert.deepEqual(
-      answered.filter((o) => o.status !== 200 && o.status !== 503).map((o) => `${o.reqId}: ${o.status} ${o.body}`),
-      [],
-      'every answer is 200, or 503 while shutting down',
-    );
-    const early503 = answered.filter((o) => o.status === 503 && o.doneAt < termAt);
-    assert.deepEqual(early503.map((o) => o.reqId), [], '503 only after SIGTERM');
-    for (const o of answered.filter((x) => x.status === 503)) {
-      const body = JSON.parse(o.body!) as { error: unknown; message: unknown };
-      assert.equal(body.error, 503, `503 body has the Error shape: ${o.body}`);
-      assert.equal(typeof body.message, 'string');
-    }
-    const errors = load.outcomes.filter((o) => o.error !== undefined);
-    assert.deepEqual(
-      errors.filter((o) => !SOCKET_ERRORS.has(o.error!) || o.doneAt < termAt).map((o) => `${o.reqId}: ${o.error}`),
-      [],
-      'the only failures are closed or refused connections after SIGTERM',
-    );
-    // A request written before SIGTERM on a connection the server had already accepted (and served)
-    // reached the server before closing began: it must get an answer, not a reset. (A first request on
-    // a brand-new connection may still sit in the accept backlog, which closing the listener resets.)
-    assert.deepEqual(
-      errors.filter((o) => o.reused && o.flushedAt > 0 && o.flushedAt < termAt).map((o) => `${o.reqId}: ${o.error}`),
-      [],
-      'no reset for requests that reached an accepted connection before SIGTERM',
-    );
+      const answered = load.outcomes.filter((o) => o.status !== undefined);
+      assert.deepEqual(
+        answered.filter((o) => o.status !== 200 && o.status !== 503).map((o) => `${o.reqId}: ${o.status} ${o.body}`),
+        [],
+        'every answer is 200, or 503 while shutting down',
+      );
+      const early503 = answered.filter((o) => o.status === 503 && o.doneAt < termAt);
+      assert.deepEqual(
+        early503.map((o) => o.reqId),
+        [],
+        '503 only after SIGTERM',
+      );
+      for (const o of answered.filter((x) => x.status === 503)) {
+        const body = JSON.parse(o.body!) as { error: unknown; message: unknown };
+        assert.equal(body.error, 503, `503 body has the Error shape: ${o.body}`);
+        assert.equal(typeof body.message, 'string');
+      }
+      const errors = load.outcomes.filter((o) => o.error !== undefined);
+      assert.deepEqual(
+        errors.filter((o) => !SOCKET_ERRORS.has(o.error!) || o.doneAt < termAt).map((o) => `${o.reqId}: ${o.error}`),
+        [],
+        'the only failures are closed or refused connections after SIGTERM',
+      );
+      // A request written before SIGTERM on a connection the server had already accepted (and served)
+      // reached the server before closing began: it must get an answer, not a reset. (A first request on
+      // a brand-new connection may still sit in the accept backlog, which closing the listener resets.)
+      assert.deepEqual(
+        errors.filter((o) => o.reused && o.flushedAt > 0 && o.flushedAt < termAt).map((o) => `${o.reqId}: ${o.error}`),
+        [],
+        'no reset for requests that reached an accepted connection before SIGTERM',
+      );
 
-    // What the server logged as answered, the client received: no accepted request was cut off.
-    const logged = new Map<string, number>();
-    for (const line of server.logLines()) {
-      if (typeof line.reqId === 'string' && typeof line.statusCode === 'number') logged.set(line.reqId, line.statusCode);
-    }
-    const cutOff = errors.filter((o) => logged.has(o.reqId)).map((o) => `${o.reqId}: server answered ${logged.get(o.reqId)}, client got ${o.error}`);
-    assert.deepEqual(cutOff, [], 'requests the server answered reached the client');
-    const acked = load.outcomes.filter((o) => o.status === 200);
-    assert.deepEqual(
-      acked.filter((o) => logged.get(o.reqId) !== 200).map((o) => o.reqId),
-      [],
-      'every 200 the client got is in the server log',
-    );
+      // What the server logged as answered, the client received: no accepted request was cut off.
+      const logged = new Map<string, number>();
+      for (const line of server.logLines()) {
+        if (typeof line.reqId === 'string' && typeof line.statusCode === 'number')
+          logged.set(line.reqId, line.statusCode);
+      }
+      const cutOff = errors
+        .filter((o) => logged.has(o.reqId))
+        .map((o) => `${o.reqId}: server answered ${logged.get(o.reqId)}, client got ${o.error}`);
+      assert.deepEqual(cutOff, [], 'requests the server answered reached the client');
+      const acked = load.outcomes.filter((o) => o.status === 200);
+      assert.deepEqual(
+        acked.filter((o) => logged.get(o.reqId) !== 200).map((o) => o.reqId),
+        [],
+        'every 200 the client got is in the server log',
+      );
 
-    const restarted = await startServer(serveArgs(fx.db));
-    const present = new Set(await listAllNames(restarted.url, token));
-    await stop(restarted);
-    const lost = acked.filter((o) => !present.has(`p-${o.id}`)).map((o) => o.id);
-    assert.deepEqual(lost, [], 'acknowledged creates are all there after the restart');
-    const early = errors.filter((o) => o.flushedAt > 0 && o.flushedAt < termAt);
-    console.log(
-      `# drain [${fx.kind}]: ${acked.length} x 200, ${answered.length - acked.length} x 503, ${errors.length} socket errors, ` +
-        `${inFlight} in flight at SIGTERM, exit ${Math.round(exitedAt - termAt)} ms after SIGTERM; ` +
-        `socket errors on requests fully written before SIGTERM: ${early.length} ` +
-        `(${early.filter((o) => o.reused).length} on kept-alive connections, ${early.filter((o) => !o.reused).length} on new ones; ` +
-        `earliest written ${Math.round(Math.max(0, ...early.map((o) => termAt - o.flushedAt)))} ms before SIGTERM; ` +
-        `codes ${[...new Set(errors.map((o) => o.error))].join(',')}); ` +
-        `503s for requests written before SIGTERM: ${answered.filter((o) => o.status === 503 && o.flushedAt < termAt).length}`,
-    );
-  });
+      const restarted = await startServer(serveArgs(fx.db));
+      const present = new Set(await listAllNames(restarted.url, token));
+      await stop(restarted);
+      const lost = acked.filter((o) => !present.has(`p-${o.id}`)).map((o) => o.id);
+      assert.deepEqual(lost, [], 'acknowledged creates are all there after the restart');
+      const early = errors.filter((o) => o.flushedAt > 0 && o.flushedAt < termAt);
+      console.log(
+        `# drain [${fx.kind}]: ${acked.length} x 200, ${answered.length - acked.length} x 503, ${errors.length} socket errors, ` +
+          `${inFlight} in flight at SIGTERM, exit ${Math.round(exitedAt - termAt)} ms after SIGTERM; ` +
+          `socket errors on requests fully written before SIGTERM: ${early.length} ` +
+          `(${early.filter((o) => o.reused).length} on kept-alive connections, ${early.filter((o) => !o.reused).length} on new ones; ` +
+          `earliest written ${Math.round(Math.max(0, ...early.map((o) => termAt - o.flushedAt)))} ms before SIGTERM; ` +
+          `codes ${[...new Set(errors.map((o) => o.error))].join(',')}); ` +
+          `503s for requests written before SIGTERM: ${answered.filter((o) => o.status === 503 && o.flushedAt < termAt).length}`,
+      );
+    },
+  );
 
-  it('SIGTERM: new connections are refused, a request in flight completes, one that arrives during shutdown gets the 503 Error body', { timeout: 30_000 }, async () => {
-    const token = await cliToken(fx.db, 'drain-raw');
-    const server = await startServer(serveArgs(fx.db));
-    const connect = async () => {
-      const socket = net.connect(server.port, '127.0.0.1');
-      const c = { socket, received: '', closed: false };
-      socket.setEncoding('utf8').on('data', (d: string) => (c.received += d));
-      socket.on('close', () => (c.closed = true));
-      socket.on('error', () => {});
-      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-      return c;
-    };
-    const a = await connect();
-    const b = await connect();
-    const body = JSON.stringify({ id: 4242, name: 'in-flight' });
-    // A: headers and half the body; the handler waits for the rest
-    a.socket.write(
-      `POST /plants HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: raw-a\r\n\r\n${body.slice(0, 10)}`,
-    );
-    // B: the start of a request, its headers unfinished
-    b.socket.write('GET /plants HTTP/1.1\r\nHost: 127.0.0.1\r\n');
-    await delay(200);
-    const termAt = performance.now();
-    server.kill('SIGTERM');
-    await server.waitForOutput((out) => out.includes('shutting down'), 10_000);
-    await delay(100);
-    assert.equal(server.exited, false, 'the server waits for the request in flight');
-    await assert.rejects(httpRequest(`${server.url}/healthz`, { timeoutMs: 5000 }), { code: 'ECONNREFUSED' }, 'no new connections are accepted');
+  it(
+    'SIGTERM: new connections are refused, a request in flight completes, one that arrives during shutdown gets the 503 Error body',
+    { timeout: 30_000 },
+    async () => {
+      const token = await cliToken(fx.db, 'drain-raw');
+      const server = await startServer(serveArgs(fx.db));
+      const connect = async () => {
+        const socket = net.connect(server.port, '127.0.0.1');
+        const c = { socket, received: '', closed: false };
+        socket.setEncoding('utf8').on('data', (d: string) => (c.received += d));
+        socket.on('close', () => (c.closed = true));
+        socket.on('error', () => {});
+        await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+        return c;
+      };
+      const a = await connect();
+      const b = await connect();
+      const body = JSON.stringify({ id: 4242, name: 'in-flight' });
+      // A: headers and half the body; the handler waits for the rest
+      a.socket.write(
+        `POST /plants HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: raw-a\r\n\r\n${body.slice(0, 10)}`,
+      );
+      // B: the start of a request, its headers unfinished
+      b.socket.write('GET /plants HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      await delay(200);
+      const termAt = performance.now();
+      server.kill('SIGTERM');
+      await server.waitForOutput((out) => out.includes('shutting down'), 10_000);
+      await delay(100);
+      assert.equal(server.exited, false, 'the server waits for the request in flight');
+      await assert.rejects(
+        httpRequest(`${server.url}/healthz`, { timeoutMs: 5000 }),
+        { code: 'ECONNREFUSED' },
+        'no new connections are accepted',
+      );
 
-    a.socket.write(body.slice(10));
-    b.socket.write(`Authorization: Bearer ${token}\r\nX-Request-Id: raw-b\r\n\r\n`);
-    const exit = await server.waitExit(15_000);
-    await until(() => a.closed && b.closed, 5000, 'the server to close both connections');
-    assert.deepEqual(exit, { code: 0, signal: null });
-    console.log(`# raw drain [${fx.kind}]: exit ${Math.round(performance.now() - termAt)} ms after SIGTERM`);
+      a.socket.write(body.slice(10));
+      b.socket.write(`Authorization: Bearer ${token}\r\nX-Request-Id: raw-b\r\n\r\n`);
+      const exit = await server.waitExit(15_000);
+      await until(() => a.closed && b.closed, 5000, 'the server to close both connections');
+      assert.deepEqual(exit, { code: 0, signal: null });
+      console.log(`# raw drain [${fx.kind}]: exit ${Math.round(performance.now() - termAt)} ms after SIGTERM`);
 
-    const split = (raw: string) => {
-      const [head, ...rest] = raw.split('\r\n\r\n');
-      return { head: head!, body: rest.join('\r\n\r\n') };
-    };
-    const ra = split(a.received);
-    assert.match(ra.head, /^HTTP\/1\.1 200 /, `the request in flight completes:\n${a.received}`);
-    assert.equal(ra.body, JSON.stringify({ name: 'in-flight' }));
-    const rb = split(b.received);
-    assert.match(rb.head, /^HTTP\/1\.1 503 /, `the request that arrived during shutdown:\n${b.received}`);
-    assert.match(rb.head, /\r\nconnection: close\r\n/i);
-    assert.match(rb.head, /\r\ncontent-type: application\/json/i);
-    const errorBody = JSON.parse(rb.body) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(errorBody).sort(), ['error', 'message']);
-    assert.equal(errorBody.error, 503);
-    assert.equal(typeof errorBody.message, 'string');
+      const split = (raw: string) => {
+        const [head, ...rest] = raw.split('\r\n\r\n');
+        return { head: head!, body: rest.join('\r\n\r\n') };
+      };
+      const ra = split(a.received);
+      assert.match(ra.head, /^HTTP\/1\.1 200 /, `the request in flight completes:\n${a.received}`);
+      assert.equal(ra.body, JSON.stringify({ name: 'in-flight' }));
+      const rb = split(b.received);
+      assert.match(rb.head, /^HTTP\/1\.1 503 /, `the request that arrived during shutdown:\n${b.received}`);
+      assert.match(rb.head, /\r\nconnection: close\r\n/i);
+      assert.match(rb.head, /\r\ncontent-type: application\/json/i);
+      const errorBody = JSON.parse(rb.body) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(errorBody).sort(), ['error', 'message']);
+      assert.equal(errorBody.error, 503);
+      assert.equal(typeof errorBody.message, 'string');
 
-    const restarted = await startServer(serveArgs(fx.db));
-    assert.deepEqual(await listAllNames(restarted.url, token), ['in-flight'], 'the request in flight was stored');
-    await stop(restarted);
-  });
+      const restarted = await startServer(serveArgs(fx.db));
+      assert.deepEqual(await listAllNames(restarted.url, token), ['in-flight'], 'the request in flight was stored');
+      await stop(restarted);
+    },
+  );
 });
 
 describeEachStore('serve --workers 2', (fx) => {
@@ -370,13 +420,19 @@ describeEachStore('serve --workers 2', (fx) => {
     await server.waitForOutput((_, err) => /curl/.test(err), 10_000);
     const tokens = tokensIn(server.stderr);
     assert.ok(tokens.length > 0, `a bootstrap token on stderr:\n${server.stderr}`);
-    assert.ok(tokens.every((t) => t === tokens[0]), 'one token');
+    assert.ok(
+      tokens.every((t) => t === tokens[0]),
+      'one token',
+    );
     const token = tokens[0]!;
     assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200, 'the bootstrap token works');
     const curl = server.stderr.split('\n').filter((l) => l.includes('curl'));
     assert.equal(curl.length, 1, 'one curl example (not one per worker)');
     await stop(server);
-    assert.ok(curl[0]!.includes(`${server.url}/plants`), `the curl example uses the listening URL ${server.url}: ${curl[0]}`);
+    assert.ok(
+      curl[0]!.includes(`${server.url}/plants`),
+      `the curl example uses the listening URL ${server.url}: ${curl[0]}`,
+    );
   });
 
   it('answers on both workers and exits 0 on SIGTERM, taking its workers with it', { timeout: 30_000 }, async () => {
@@ -394,11 +450,19 @@ describeEachStore('serve --workers 2', (fx) => {
       assert.equal(res.status, 200, res.body);
     }
     const names = await listAllNames(server.url, token);
-    assert.deepEqual(names, Array.from({ length: 20 }, (_, i) => `w-${i + 1}`));
+    assert.deepEqual(
+      names,
+      Array.from({ length: 20 }, (_, i) => `w-${i + 1}`),
+    );
 
     await stop(server);
     // worker logs reach stdout asynchronously: read them once everything has exited
-    const served = new Set(server.logLines().filter((l) => l.msg === 'request completed').map((l) => l.pid));
+    const served = new Set(
+      server
+        .logLines()
+        .filter((l) => l.msg === 'request completed')
+        .map((l) => l.pid),
+    );
     assert.deepEqual([...served].sort(), [...workerPids].sort(), 'both workers answered requests');
     await until(
       () =>
@@ -421,5 +485,6 @@ describeEachStore('kill -9 durability (--durability normal)', (fx) => {
   before(() => migrateWithCli(fx.db));
   // normal still survives a crash of the process (not of the machine).
   it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, () =>
-    killDuringCreates(fx, ['--durability', 'normal']));
+    killDuringCreates(fx, ['--durability', 'normal']),
+  );
 });

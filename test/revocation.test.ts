@@ -2,7 +2,16 @@
 // two server processes on one store, the CLI as a third process.
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { delay, httpRequest, migrateWithCli, runCli, serveArgs, startServer, useProcessCleanup, type ServerProcess } from './helpers/server.js';
+import {
+  delay,
+  httpRequest,
+  migrateWithCli,
+  runCli,
+  serveArgs,
+  startServer,
+  useProcessCleanup,
+  type ServerProcess,
+} from './helpers/server.js';
 import { describeEachStore } from './helpers/stores.js';
 
 const POLL_MS = 50;
@@ -42,7 +51,10 @@ async function revokeAndTime(db: string, servers: ServerProcess[], token: string
         const at = performance.now();
         if (isInvalidToken(res)) return Math.round(at - revoke.exitedAt);
         last = `${res.status} ${String(res.headers['www-authenticate'] ?? '')}`;
-        if (at >= deadline) assert.fail(`server ${i + 1} still answers ${last} ${Math.round(at - revoke.exitedAt)} ms after token revoke exited`);
+        if (at >= deadline)
+          assert.fail(
+            `server ${i + 1} still answers ${last} ${Math.round(at - revoke.exitedAt)} ms after token revoke exited`,
+          );
         await delay(POLL_MS);
       }
     }),
@@ -69,9 +81,14 @@ describeEachStore('revocation across processes', (fx) => {
     const bystander = await createToken(fx.db, 'rev-a');
     const [a, b] = await start();
     for (const s of [a!, b!]) {
-      for (const t of [victim.token, bystander.token]) assert.equal((await httpRequest(`${s.url}/plants`, { token: t })).status, 200, 'works before');
+      for (const t of [victim.token, bystander.token])
+        assert.equal((await httpRequest(`${s.url}/plants`, { token: t })).status, 200, 'works before');
     }
-    const created = await httpRequest(`${a!.url}/plants`, { method: 'POST', token: victim.token, json: { id: 1, name: 'before-revoke' } });
+    const created = await httpRequest(`${a!.url}/plants`, {
+      method: 'POST',
+      token: victim.token,
+      json: { id: 1, name: 'before-revoke' },
+    });
     assert.equal(created.status, 200);
 
     const times = await revokeAndTime(fx.db, [a!, b!], victim.token, victim.token);
@@ -80,12 +97,20 @@ describeEachStore('revocation across processes', (fx) => {
     for (const s of [a!, b!]) {
       const read = await httpRequest(`${s.url}/plants`, { token: victim.token });
       assert.ok(isInvalidToken(read), `stays refused: ${read.status}`);
-      const write = await httpRequest(`${s.url}/plants`, { method: 'POST', token: victim.token, json: { id: 2, name: 'after-revoke' } });
+      const write = await httpRequest(`${s.url}/plants`, {
+        method: 'POST',
+        token: victim.token,
+        json: { id: 2, name: 'after-revoke' },
+      });
       assert.ok(isInvalidToken(write), `writes refused too: ${write.status}`);
       assert.deepEqual(JSON.parse(write.body), { error: 401, message: JSON.parse(write.body).message });
       const other = await httpRequest(`${s.url}/plants`, { token: bystander.token });
       assert.equal(other.status, 200, 'another token of the same owner still works');
-      assert.deepEqual(JSON.parse(other.body), [{ name: 'before-revoke' }], 'the revoked token wrote nothing after revocation');
+      assert.deepEqual(
+        JSON.parse(other.body),
+        [{ name: 'before-revoke' }],
+        'the revoked token wrote nothing after revocation',
+      );
     }
     await stopAll([a!, b!]);
   });
@@ -94,13 +119,18 @@ describeEachStore('revocation across processes', (fx) => {
     const victim = await createToken(fx.db, 'rev-b');
     const bystander = await createToken(fx.db, 'rev-c');
     const [a, b] = await start();
-    for (const s of [a!, b!]) assert.equal((await httpRequest(`${s.url}/plants`, { token: victim.token })).status, 200, 'works before');
+    for (const s of [a!, b!])
+      assert.equal((await httpRequest(`${s.url}/plants`, { token: victim.token })).status, 200, 'works before');
 
     const times = await revokeAndTime(fx.db, [a!, b!], victim.token, victim.id);
     console.log(`# revoke by id [${fx.kind}]: refused after ${times.join(' ms and ')} ms`);
 
     for (const s of [a!, b!]) {
-      assert.equal((await httpRequest(`${s.url}/plants`, { token: bystander.token })).status, 200, 'other tokens unaffected');
+      assert.equal(
+        (await httpRequest(`${s.url}/plants`, { token: bystander.token })).status,
+        200,
+        'other tokens unaffected',
+      );
     }
     await stopAll([a!, b!]);
   });

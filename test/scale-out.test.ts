@@ -34,7 +34,11 @@ function post(s: ServerProcess, token: string, body: Body): Promise<HttpResponse
   return httpRequest(`${s.url}/plants`, { method: 'POST', token, json: body, timeoutMs: 10_000 });
 }
 
-async function listNames(s: ServerProcess, token: string, path = '/plants'): Promise<{ names: string[]; next?: string }> {
+async function listNames(
+  s: ServerProcess,
+  token: string,
+  path = '/plants',
+): Promise<{ names: string[]; next?: string }> {
   const res = await httpRequest(`${s.url}${path}`, { token, timeoutMs: 10_000 });
   assert.equal(res.status, 200, `GET ${path} on ${s.url}: ${res.body}`);
   const names = (JSON.parse(res.body) as { name: string }[]).map((p) => p.name);
@@ -45,7 +49,10 @@ async function listNames(s: ServerProcess, token: string, path = '/plants'): Pro
 
 /** The stored rows of one owner's id, read straight from the database. */
 function rowsOf(db: string, who: string, id: number) {
-  return query<{ name: string; tag: string | null }>(db, 'SELECT name, tag FROM plants WHERE owner = $1 AND id = $2', [who, id]);
+  return query<{ name: string; tag: string | null }>(db, 'SELECT name, tag FROM plants WHERE owner = $1 AND id = $2', [
+    who,
+    id,
+  ]);
 }
 
 async function stopGracefully(servers: ServerProcess[]): Promise<void> {
@@ -84,7 +91,11 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
     it('what one server writes, the other reads, deletes and replays', { timeout: TEST_TIMEOUT }, async () => {
       const who = owner('share');
       const token = await cliToken(fx.db, who);
-      const bodies: Body[] = [1, 2, 3, 4, 5].map((id) => ({ id, name: `p${id}`, ...(id % 2 ? { tag: `t${id}` } : {}) }));
+      const bodies: Body[] = [1, 2, 3, 4, 5].map((id) => ({
+        id,
+        name: `p${id}`,
+        ...(id % 2 ? { tag: `t${id}` } : {}),
+      }));
       for (const body of bodies) {
         const res = await post(a, token, body);
         assert.equal(res.status, 200, res.body);
@@ -96,7 +107,11 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
       assert.equal(del.status, 204, del.body);
       assert.equal(del.body, '');
       assert.deepEqual((await listNames(a, token)).names, ['p1', 'p2', 'p4', 'p5']);
-      expectErrorBody(await httpRequest(`${a.url}/plants/3`, { method: 'DELETE', token }), 404, 'delete on A of a plant B deleted');
+      expectErrorBody(
+        await httpRequest(`${a.url}/plants/3`, { method: 'DELETE', token }),
+        404,
+        'delete on A of a plant B deleted',
+      );
 
       // Idempotent retry and conflict are judged against the row the other server wrote.
       const replay = await post(b, token, bodies[0]!);
@@ -165,16 +180,23 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
         const [probesA, probesB] = await Promise.all(polls);
         assert.equal(revoked.code, 0, `token revoke: ${revoked.stderr}`);
 
-        for (const [label, probes] of [['A', probesA!], ['B', probesB!]] as const) {
+        for (const [label, probes] of [
+          ['A', probesA!],
+          ['B', probesB!],
+        ] as const) {
           const trace = probes.map((p) => `${Math.round(p.sentAt - revoked.exitedAt)}ms:${p.res.status}`).join(' ');
           assert.ok(
             probes.some((p) => p.sentAt < cliStart && p.res.status === 200),
             `${label} accepted the token before the revoke: ${trace}`,
           );
-          for (const p of probes) assert.ok(p.res.status === 200 || p.res.status === 401, `${label}: ${p.res.status} ${p.res.body}`);
+          for (const p of probes)
+            assert.ok(p.res.status === 200 || p.res.status === 401, `${label}: ${p.res.status} ${p.res.body}`);
           const first401 = probes.findIndex((p) => p.res.status === 401);
           assert.ok(first401 >= 0, `${label} never answered 401 (relative to CLI exit): ${trace}`);
-          assert.ok(probes[first401]!.doneAt <= deadline, `${label} still accepted the token 1 s after the CLI exited: ${trace}`);
+          assert.ok(
+            probes[first401]!.doneAt <= deadline,
+            `${label} still accepted the token 1 s after the CLI exited: ${trace}`,
+          );
           for (const p of probes.slice(first401)) {
             assert.equal(p.res.status, 401, `${label} accepted a revoked token again: ${trace}`);
             expectErrorBody(p.res, 401, `${label} revoked token`);
@@ -185,58 +207,74 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
       });
     }
 
-    it('20 concurrent identical creates of one id across both servers: all 200, one row', { timeout: TEST_TIMEOUT }, async () => {
-      const who = owner('same');
-      const token = await cliToken(fx.db, who);
-      const ids = [101, 102, 103, 104, 105];
-      for (const id of ids) {
-        const body: Body = { id, name: `same${id}`, tag: 'dup' };
-        const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(i % 2 ? b : a, token, body)));
-        for (const res of answers) {
-          assert.equal(res.status, 200, `id ${id}: ${res.status} ${res.body}`);
-          assert.deepEqual(JSON.parse(res.body), plantOf(body));
-        }
-        assert.deepEqual(await rowsOf(fx.db, who, id), [{ name: `same${id}`, tag: 'dup' }]);
-      }
-      const expected = ids.map((id) => `same${id}`);
-      assert.deepEqual((await listNames(a, token)).names, expected);
-      assert.deepEqual((await listNames(b, token)).names, expected);
-    });
-
-    it('20 concurrent different creates of one id across both servers: one row, 200 for it, 409 for the rest', { timeout: TEST_TIMEOUT }, async () => {
-      const who = owner('mixed');
-      const token = await cliToken(fx.db, who);
-      const ids = [201, 202, 203, 204, 205];
-      for (const id of ids) {
-        const variants: Body[] = [
-          { id, name: 'a' },
-          { id, name: 'a', tag: 'x' },
-          { id, name: 'b' },
-          { id, name: 'a', tag: '' },
-        ];
-        // Each server gets every variant: request i goes to server floor(i / 4) % 2.
-        const sent = Array.from({ length: 20 }, (_, i) => variants[i % 4]!);
-        const answers = await Promise.all(sent.map((body, i) => post(Math.floor(i / 4) % 2 ? b : a, token, body)));
-        const rows = await rowsOf(fx.db, who, id);
-        assert.equal(rows.length, 1, `id ${id}: ${JSON.stringify(rows)}`);
-        const stored = rows[0]!;
-        let ok = 0;
-        answers.forEach((res, i) => {
-          const body = sent[i]!;
-          const matches = body.name === stored.name && (body.tag ?? null) === stored.tag;
-          if (matches) {
-            ok++;
-            assert.equal(res.status, 200, `id ${id}, ${JSON.stringify(body)} is the stored row: ${res.status} ${res.body}`);
+    it(
+      '20 concurrent identical creates of one id across both servers: all 200, one row',
+      { timeout: TEST_TIMEOUT },
+      async () => {
+        const who = owner('same');
+        const token = await cliToken(fx.db, who);
+        const ids = [101, 102, 103, 104, 105];
+        for (const id of ids) {
+          const body: Body = { id, name: `same${id}`, tag: 'dup' };
+          const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(i % 2 ? b : a, token, body)));
+          for (const res of answers) {
+            assert.equal(res.status, 200, `id ${id}: ${res.status} ${res.body}`);
             assert.deepEqual(JSON.parse(res.body), plantOf(body));
-          } else {
-            expectErrorBody(res, 409, `id ${id}, ${JSON.stringify(body)} differs from the stored ${JSON.stringify(stored)}`);
           }
-        });
-        assert.equal(ok, 5, `id ${id}: each variant was sent 5 times`);
-      }
-      assert.equal((await listNames(a, token)).names.length, ids.length);
-      assert.equal((await listNames(b, token)).names.length, ids.length);
-    });
+          assert.deepEqual(await rowsOf(fx.db, who, id), [{ name: `same${id}`, tag: 'dup' }]);
+        }
+        const expected = ids.map((id) => `same${id}`);
+        assert.deepEqual((await listNames(a, token)).names, expected);
+        assert.deepEqual((await listNames(b, token)).names, expected);
+      },
+    );
+
+    it(
+      '20 concurrent different creates of one id across both servers: one row, 200 for it, 409 for the rest',
+      { timeout: TEST_TIMEOUT },
+      async () => {
+        const who = owner('mixed');
+        const token = await cliToken(fx.db, who);
+        const ids = [201, 202, 203, 204, 205];
+        for (const id of ids) {
+          const variants: Body[] = [
+            { id, name: 'a' },
+            { id, name: 'a', tag: 'x' },
+            { id, name: 'b' },
+            { id, name: 'a', tag: '' },
+          ];
+          // Each server gets every variant: request i goes to server floor(i / 4) % 2.
+          const sent = Array.from({ length: 20 }, (_, i) => variants[i % 4]!);
+          const answers = await Promise.all(sent.map((body, i) => post(Math.floor(i / 4) % 2 ? b : a, token, body)));
+          const rows = await rowsOf(fx.db, who, id);
+          assert.equal(rows.length, 1, `id ${id}: ${JSON.stringify(rows)}`);
+          const stored = rows[0]!;
+          let ok = 0;
+          answers.forEach((res, i) => {
+            const body = sent[i]!;
+            const matches = body.name === stored.name && (body.tag ?? null) === stored.tag;
+            if (matches) {
+              ok++;
+              assert.equal(
+                res.status,
+                200,
+                `id ${id}, ${JSON.stringify(body)} is the stored row: ${res.status} ${res.body}`,
+              );
+              assert.deepEqual(JSON.parse(res.body), plantOf(body));
+            } else {
+              expectErrorBody(
+                res,
+                409,
+                `id ${id}, ${JSON.stringify(body)} differs from the stored ${JSON.stringify(stored)}`,
+              );
+            }
+          });
+          assert.equal(ok, 5, `id ${id}: each variant was sent 5 times`);
+        }
+        assert.equal((await listNames(a, token)).names.length, ids.length);
+        assert.equal((await listNames(b, token)).names.length, ids.length);
+      },
+    );
 
     it('both servers are still up and stop cleanly on SIGTERM', { timeout: TEST_TIMEOUT }, async () => {
       assert.equal(a.exited, false, a.stderr);
@@ -260,45 +298,49 @@ describeOnStore('postgres', 'scale-out: instances starting together on an empty 
     // Round 1 on the suite's database, rounds 2 and 3 on scratch databases:
     // each time three servers and one `plant-store migrate` start at once.
     for (const round of [1, 2, 3]) {
-      it(`round ${round}: three servers and a migrate started at once all come up on one schema`, { timeout: TEST_TIMEOUT }, async () => {
-        let db = fx.db;
-        if (round > 1) {
-          const s = await createScratchDatabase();
-          scratch.push(s);
-          db = s.url;
-        }
-        const [migrated, ...servers] = await Promise.all([
-          runCli(['migrate', '--db', db]),
-          startServer(serveArgs(db)),
-          startServer(serveArgs(db)),
-          startServer(serveArgs(db)),
-        ]);
-        try {
-          assert.equal(migrated!.code, 0, `migrate: ${migrated!.stderr}`);
-          assert.match(migrated!.stderr, /^(applied: 0001_plants_and_tokens|schema is up to date)\n$/);
-          for (const s of servers) {
-            const res = await httpRequest(`${s.url}/readyz`);
-            assert.equal(res.status, 200, `${s.url}/readyz: ${res.body}\n${s.stdout}`);
+      it(
+        `round ${round}: three servers and a migrate started at once all come up on one schema`,
+        { timeout: TEST_TIMEOUT },
+        async () => {
+          let db = fx.db;
+          if (round > 1) {
+            const s = await createScratchDatabase();
+            scratch.push(s);
+            db = s.url;
           }
-          const applied = await query<{ name: string }>(db, 'SELECT name FROM schema_migrations ORDER BY name');
-          assert.deepEqual(applied, [{ name: '0001_plants_and_tokens' }]);
+          const [migrated, ...servers] = await Promise.all([
+            runCli(['migrate', '--db', db]),
+            startServer(serveArgs(db)),
+            startServer(serveArgs(db)),
+            startServer(serveArgs(db)),
+          ]);
+          try {
+            assert.equal(migrated!.code, 0, `migrate: ${migrated!.stderr}`);
+            assert.match(migrated!.stderr, /^(applied: 0001_plants_and_tokens|schema is up to date)\n$/);
+            for (const s of servers) {
+              const res = await httpRequest(`${s.url}/readyz`);
+              assert.equal(res.status, 200, `${s.url}/readyz: ${res.body}\n${s.stdout}`);
+            }
+            const applied = await query<{ name: string }>(db, 'SELECT name FROM schema_migrations ORDER BY name');
+            assert.deepEqual(applied, [{ name: '0001_plants_and_tokens' }]);
 
-          // The schema works through every instance.
-          const who = owner('mig');
-          const token = await cliToken(db, who);
-          for (const [i, s] of servers.entries()) {
-            const res = await post(s, token, { id: i + 1, name: `m${i + 1}` });
-            assert.equal(res.status, 200, `${s.url}: ${res.body}`);
+            // The schema works through every instance.
+            const who = owner('mig');
+            const token = await cliToken(db, who);
+            for (const [i, s] of servers.entries()) {
+              const res = await post(s, token, { id: i + 1, name: `m${i + 1}` });
+              assert.equal(res.status, 200, `${s.url}: ${res.body}`);
+            }
+            for (const s of servers) assert.deepEqual((await listNames(s, token)).names, ['m1', 'm2', 'm3']);
+            for (const s of servers) {
+              const errors = s.logLines().filter((l) => typeof l.level === 'number' && l.level >= 50);
+              assert.deepEqual(errors, [], `${s.url} error-level log lines`);
+            }
+          } finally {
+            await stopGracefully(servers);
           }
-          for (const s of servers) assert.deepEqual((await listNames(s, token)).names, ['m1', 'm2', 'm3']);
-          for (const s of servers) {
-            const errors = s.logLines().filter((l) => typeof l.level === 'number' && l.level >= 50);
-            assert.deepEqual(errors, [], `${s.url} error-level log lines`);
-          }
-        } finally {
-          await stopGracefully(servers);
-        }
-      });
+        },
+      );
     }
   });
 });

@@ -70,7 +70,11 @@ describeEachStore('store contract', (fx) => {
     // Ids deliberately out of order: pages follow insertion, not id order.
     for (const [i, name] of names.entries()) await p.create('pager', { id: BigInt((i * 37) % 53) - 20n, name });
     for (const size of [1, 5, 52, 53, 54]) {
-      assert.deepEqual((await listAll(p, 'pager', size)).map((x) => x.name), names, `page size ${size}`);
+      assert.deepEqual(
+        (await listAll(p, 'pager', size)).map((x) => x.name),
+        names,
+        `page size ${size}`,
+      );
     }
     const first = await p.list('pager', 53);
     assert.equal(first.next, undefined, 'no next page when everything fit');

@@ -98,7 +98,10 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
   });
   if (requestLines) {
     app.addHook('onResponse', (request, reply, done) => {
-      const line = { ...requestLine(request, reply.statusCode), responseTime: Math.round(reply.elapsedTime * 100) / 100 };
+      const line = {
+        ...requestLine(request, reply.statusCode),
+        responseTime: Math.round(reply.elapsedTime * 100) / 100,
+      };
       if (reply.statusCode >= 500) app.log.error({ ...line, err: request.failure }, 'request failed');
       else app.log.info(line, 'request completed');
       done();
@@ -113,9 +116,12 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Create, list and delete plants. Every plant operation needs a bearer token; each token belongs to an owner, who sees only their own plants.',
+        description:
+          'Create, list and delete plants. Every plant operation needs a bearer token; each token belongs to an owner, who sees only their own plants.',
       },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'plnt_ opaque token' } } },
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'plnt_ opaque token' } },
+      },
       tags: [{ name: 'plants' }, { name: 'health' }],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

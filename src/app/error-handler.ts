@@ -16,7 +16,8 @@ declare module 'fastify' {
 /** Maps anything thrown while handling a request onto the error catalog. */
 function toAppError(error: FastifyError | Error, bodyLimit: number, contentType: string | undefined): AppError {
   if (error instanceof AppError) return error;
-  if (error instanceof RequestValidationError || error instanceof InvalidCursorError) return errors.badRequest(error.message);
+  if (error instanceof RequestValidationError || error instanceof InvalidCursorError)
+    return errors.badRequest(error.message);
   if (error instanceof StoreUnavailableError) return errors.unavailable();
   const fastifyError = error as FastifyError;
   switch (fastifyError.code) {
@@ -40,7 +41,8 @@ const hasUnreadBody = (request: FastifyRequest) =>
   (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0);
 
 export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
-  if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request)) void reply.header('connection', 'close');
+  if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request))
+    void reply.header('connection', 'close');
   return reply
     .code(error.statusCode)
     .headers(error.headers)
@@ -83,7 +85,8 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.destroy();
     return;
   }
-  const appError = error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.badRequest('malformed HTTP request');
+  const appError =
+    error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.badRequest('malformed HTTP request');
   const body = JSON.stringify({ error: appError.statusCode, message: appError.message });
   const headers = Object.entries({ ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8' })
     .map(([k, v]) => `${k}: ${v}\r\n`)

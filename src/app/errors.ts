@@ -64,7 +64,11 @@ export const errors = {
         : 'missing Content-Type: send application/json',
     ),
   unsupportedEncoding: (encoding: string) =>
-    new AppError('UNSUPPORTED_MEDIA_TYPE', 415, `unsupported Content-Encoding "${encoding.slice(0, 100)}": send the body uncompressed`),
+    new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      415,
+      `unsupported Content-Encoding "${encoding.slice(0, 100)}": send the body uncompressed`,
+    ),
   uriTooLong: () => new AppError('URI_TOO_LONG', 414, 'the request URL is too long'),
   headersTooLarge: () => new AppError('HEADERS_TOO_LARGE', 431, 'the request headers are too large'),
   internal: () => new AppError('INTERNAL', 500, 'internal server error'),

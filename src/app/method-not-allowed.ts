@@ -16,30 +16,31 @@ export function trackMethods(app: FastifyInstance): () => void {
     for (const m of [route.method].flat()) set.add(m);
     allowed.set(route.url, set);
   });
-  return () => app.register(async (scope) => {
-    for (const [url, set] of allowed) {
-      const allow = METHODS.filter((m) => set.has(m));
-      const others = METHODS.filter((m) => !set.has(m));
-      if (others.length === 0) continue;
-      const path = url.replace(/:(\w+)/g, '{$1}');
-      scope.route({
-        method: others,
-        url,
-        exposeHeadRoute: false,
-        config: { methodNotAllowed: true },
-        schema: { hide: true },
-        // Answered from onRequest, before any body is read or parsed.
-        onRequest: async (request, reply) => {
-          if (request.method === 'OPTIONS') {
-            void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', '));
-            return reply.send();
-          }
-          throw errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']);
-        },
-        handler: async () => undefined,
-      });
-    }
-  });
+  return () =>
+    app.register(async (scope) => {
+      for (const [url, set] of allowed) {
+        const allow = METHODS.filter((m) => set.has(m));
+        const others = METHODS.filter((m) => !set.has(m));
+        if (others.length === 0) continue;
+        const path = url.replace(/:(\w+)/g, '{$1}');
+        scope.route({
+          method: others,
+          url,
+          exposeHeadRoute: false,
+          config: { methodNotAllowed: true },
+          schema: { hide: true },
+          // Answered from onRequest, before any body is read or parsed.
+          onRequest: async (request, reply) => {
+            if (request.method === 'OPTIONS') {
+              void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', '));
+              return reply.send();
+            }
+            throw errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']);
+          },
+          handler: async () => undefined,
+        });
+      }
+    });
 }
 
 declare module 'fastify' {

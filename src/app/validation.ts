@@ -39,7 +39,8 @@ function describe(error: ValueError, part: Part, root: TSchema): string {
   }
   const message = (error.schema as { 'x-error-message'?: string })['x-error-message'];
   if (message) return message;
-  if (error.path === '' && part === 'body') return (root as { 'x-error-message'?: string })['x-error-message'] ?? 'request body is invalid';
+  if (error.path === '' && part === 'body')
+    return (root as { 'x-error-message'?: string })['x-error-message'] ?? 'request body is invalid';
   return key ? `${key}: ${error.message}` : error.message;
 }
 

@@ -47,7 +47,8 @@ export function bearerAuth(cache: TokenCache): Authenticate {
       if (header === undefined || !/^bearer(\s|$)/i.test(header)) return done(errors.missingCredentials());
       // Node keeps the first of several Authorization headers; a proxy might
       // use another one. Refuse the ambiguity instead of guessing.
-      if (countAuthorization(request.raw.rawHeaders) > 1) return done(errors.invalidToken('more than one Authorization header'));
+      if (countAuthorization(request.raw.rawHeaders) > 1)
+        return done(errors.invalidToken('more than one Authorization header'));
       const token = BEARER.exec(header)?.[1];
       if (!token || !looksLikeToken(token)) return done(errors.invalidToken('malformed token'));
       const cached = cache.cached(token);

@@ -15,7 +15,8 @@ export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPE.test(value);
 }
 
-const OWNER_RULE = 'owner must be 1 to 64 characters of letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
+const OWNER_RULE =
+  'owner must be 1 to 64 characters of letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
 
 /** Thrown for an owner name OWNER_SHAPE refuses; the CLI turns it into a usage error. */
 export class InvalidOwnerError extends Error {
@@ -43,10 +44,7 @@ export interface IssuedToken {
   record: TokenRecord;
 }
 
-export async function issueToken(
-  store: TokenStore,
-  opts: TokenOptions,
-): Promise<IssuedToken> {
+export async function issueToken(store: TokenStore, opts: TokenOptions): Promise<IssuedToken> {
   const issued = newToken(opts);
   await store.insert(issued.record, hashToken(issued.token));
   return issued;

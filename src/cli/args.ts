@@ -36,7 +36,10 @@ export function helpText(cmd: Command): string {
   }
   for (const name of cmd.settings) {
     const s = SETTINGS[name];
-    rows.push([`--${name} ${name.toUpperCase().replace(/-/g, '_')}`, `${s.help} (env ${s.env}; default: ${s.default})`]);
+    rows.push([
+      `--${name} ${name.toUpperCase().replace(/-/g, '_')}`,
+      `${s.help} (env ${s.env}; default: ${s.default})`,
+    ]);
   }
   rows.push(['-h, --help', 'show this help']);
   const width = Math.max(...rows.map(([f]) => f.length)) + 2;
@@ -54,7 +57,8 @@ export function helpText(cmd: Command): string {
 export function parseCommandArgs(cmd: Command, argv: string[]) {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   for (const name of cmd.settings) options[name] = { type: 'string' };
-  for (const [name, f] of Object.entries(cmd.flags ?? {})) options[name] = { type: f.type, multiple: f.multiple ?? false };
+  for (const [name, f] of Object.entries(cmd.flags ?? {}))
+    options[name] = { type: f.type, multiple: f.multiple ?? false };
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (error) {

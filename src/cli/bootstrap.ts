@@ -17,7 +17,9 @@ export async function bootstrapToken(store: Store): Promise<string | undefined> 
  * announceCurl once the server listens.
  */
 export function announceToken(ctx: CommandContext, token: string, url?: string): void {
-  ctx.stderr.write(`\nNo tokens existed, so one was created for owner "admin". It is shown only this once:\n\n  ${token}\n\n`);
+  ctx.stderr.write(
+    `\nNo tokens existed, so one was created for owner "admin". It is shown only this once:\n\n  ${token}\n\n`,
+  );
   if (url !== undefined) announceCurl(ctx, token, url);
 }
 
@@ -26,7 +28,13 @@ export function announceCurl(ctx: CommandContext, token: string, url: string): v
 }
 
 export function baseUrl(config: Pick<Config, 'host' | 'port'>, port = config.port): string {
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '[::1]' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const host =
+    config.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : config.host === '::'
+        ? '[::1]'
+        : config.host.includes(':')
+          ? `[${config.host}]`
+          : config.host;
   return `http://${host}:${port}`;
 }
-

@@ -46,7 +46,9 @@ export async function main(ctx: CommandContext): Promise<number> {
       return 0;
     }
     if (positionals.length > 0 && command.name !== 'token revoke') {
-      throw new UsageError(`unexpected argument "${positionals[0]}"\nRun "plant-store ${command.name} --help" for usage.`);
+      throw new UsageError(
+        `unexpected argument "${positionals[0]}"\nRun "plant-store ${command.name} --help" for usage.`,
+      );
     }
     return await command.run(ctx, values, positionals);
   } catch (error) {

@@ -5,7 +5,8 @@ import { settingFlags, type Command } from './args.js';
 export const migrate: Command = {
   name: 'migrate',
   usage: 'migrate [--db PATH_OR_URL]',
-  summary: 'Brings the store\'s schema to the latest version (serve also does this on start). Safe to run while servers are up.',
+  summary:
+    "Brings the store's schema to the latest version (serve also does this on start). Safe to run while servers are up.",
   settings: ['db'],
   async run(ctx, values) {
     const { applied } = await migrateStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));

@@ -112,14 +112,18 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
         return;
       }
       if (!everListened.has(worker)) {
-        return shutdown(new Error(`worker ${worker.process.pid} exited (${how}) before it listened on ${baseUrl(config)}`));
+        return shutdown(
+          new Error(`worker ${worker.process.pid} exited (${how}) before it listened on ${baseUrl(config)}`),
+        );
       }
       const now = Date.now();
       recentExits.push(now);
       while (recentExits.length > 0 && recentExits[0]! <= now - CRASH_WINDOW_MS) recentExits.shift();
       if (recentExits.length >= CRASH_LIMIT) {
         return shutdown(
-          new Error(`workers keep exiting: ${recentExits.length} exits within ${CRASH_WINDOW_MS / 1000} s (last: worker ${worker.process.pid}, ${how})`),
+          new Error(
+            `workers keep exiting: ${recentExits.length} exits within ${CRASH_WINDOW_MS / 1000} s (last: worker ${worker.process.pid}, ${how})`,
+          ),
         );
       }
       log.error(`worker ${worker.process.pid} exited (${how}); starting a new one in ${RESTART_DELAY_MS} ms`);

@@ -5,12 +5,15 @@ import { settingFlags, type Command } from './args.js';
 export const tokenList: Command = {
   name: 'token list',
   usage: 'token list [--json] [--db PATH_OR_URL]',
-  summary: 'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
+  summary:
+    'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
   settings: ['db'],
   flags: { json: { type: 'boolean', help: 'one JSON object per line instead of a table' } },
   async run(ctx, values) {
     // mustExist: a mistyped --db is an error, not a new empty store.
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), { mustExist: true });
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+      mustExist: true,
+    });
     try {
       const tokens = await store.tokens.list();
       const rows = tokens.map((t) => ({
@@ -25,10 +28,25 @@ export const tokenList: Command = {
         for (const r of rows) ctx.stdout.write(JSON.stringify(r) + '\n');
         return 0;
       }
-      const header = { id: 'ID', owner: 'OWNER', scopes: 'SCOPES', created: 'CREATED', expires: 'EXPIRES', revoked: 'REVOKED' };
+      const header = {
+        id: 'ID',
+        owner: 'OWNER',
+        scopes: 'SCOPES',
+        created: 'CREATED',
+        expires: 'EXPIRES',
+        revoked: 'REVOKED',
+      };
       const cols = Object.keys(header) as (keyof typeof header)[];
-      const width = Object.fromEntries(cols.map((c) => [c, Math.max(header[c].length, ...rows.map((r) => r[c].length))]));
-      for (const r of [header, ...rows]) ctx.stdout.write(cols.map((c) => r[c].padEnd(width[c]!)).join('  ').trimEnd() + '\n');
+      const width = Object.fromEntries(
+        cols.map((c) => [c, Math.max(header[c].length, ...rows.map((r) => r[c].length))]),
+      );
+      for (const r of [header, ...rows])
+        ctx.stdout.write(
+          cols
+            .map((c) => r[c].padEnd(width[c]!))
+            .join('  ')
+            .trimEnd() + '\n',
+        );
       return 0;
     } finally {
       await store.close();

@@ -6,13 +6,16 @@ import { UsageError, settingFlags, type Command } from './args.js';
 export const tokenRevoke: Command = {
   name: 'token revoke',
   usage: 'token revoke TOKEN_OR_ID [--db PATH_OR_URL]',
-  summary: 'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
+  summary:
+    'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
   settings: ['db'],
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
     const target = positionals[0]!;
     // mustExist: a mistyped --db is an error, not a new empty store.
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), { mustExist: true });
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+      mustExist: true,
+    });
     try {
       const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
       if (!found) {

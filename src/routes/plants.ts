@@ -20,7 +20,10 @@ export interface PlantRoutesOptions {
 const security = [{ bearerAuth: [] }];
 const authErrors = [401, 403, 500, 503];
 
-export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate }) => {
+export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
+  app,
+  { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate },
+) => {
   const pages = new PageCache(listCacheBytes);
   const changeEpoch = listCacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
 
@@ -32,7 +35,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (app, {
         operationId: 'createPlant',
         summary: 'Create a plant',
         description:
-          'Stores a plant for the token\'s owner. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409.',
+          "Stores a plant for the token's owner. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409.",
         tags: ['plants'],
         security,
         body: NewPlant,

@@ -5,7 +5,10 @@ export interface MigrationReport {
 }
 
 /** Brings the schema to the latest version; Kysely's migrator takes a lock, so concurrent starts are safe. */
-export async function migrateToLatest(db: Kysely<unknown>, migrations: Record<string, Migration>): Promise<MigrationReport> {
+export async function migrateToLatest(
+  db: Kysely<unknown>,
+  migrations: Record<string, Migration>,
+): Promise<MigrationReport> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },

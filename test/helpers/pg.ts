@@ -34,7 +34,11 @@ export async function query<R extends pg.QueryResultRow = Record<string, unknown
   text: string,
   values: unknown[] = [],
 ): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: 'plant-store-tests' });
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: 5000,
+    application_name: 'plant-store-tests',
+  });
   client.on('error', () => {});
   await client.connect();
   try {
@@ -70,7 +74,8 @@ export async function terminateServiceBackends(db: string, timeoutMs = 5000): Pr
   for (;;) {
     const still = (await serviceBackends(db)).filter((pid) => pids.has(pid));
     if (still.length === 0) return pids.size;
-    if (Date.now() > deadline) throw new Error(`backends ${still.join(', ')} still present ${timeoutMs} ms after pg_terminate_backend`);
+    if (Date.now() > deadline)
+      throw new Error(`backends ${still.join(', ')} still present ${timeoutMs} ms after pg_terminate_backend`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -212,7 +217,11 @@ export async function createScratchDatabase(): Promise<{ url: string; drop(): Pr
 }
 
 /** The shape every non-2xx answer has: JSON {"error": status, "message": "..."} and nothing else. Returns the message. */
-export function expectErrorBody(res: { status: number; headers: Record<string, unknown>; body: string }, status: number, what: string): string {
+export function expectErrorBody(
+  res: { status: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  what: string,
+): string {
   assert.equal(res.status, status, `${what}: expected ${status}, got ${res.status}: ${res.body}`);
   assert.match(String(res.headers['content-type']), /^application\/json\b/, `${what}: content-type`);
   const body = JSON.parse(res.body) as Record<string, unknown>;

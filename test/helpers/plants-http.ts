@@ -16,7 +16,11 @@ export function newOwner(prefix = 'o'): string {
 
 /** The JSON body of a response, asserting it is declared as JSON. */
 export function jsonBody(res: LightMyRequestResponse): unknown {
-  assert.match(String(res.headers['content-type']), /^application\/json\b/, `content-type of ${res.statusCode} response`);
+  assert.match(
+    String(res.headers['content-type']),
+    /^application\/json\b/,
+    `content-type of ${res.statusCode} response`,
+  );
   return JSON.parse(res.body) as unknown;
 }
 
@@ -43,18 +47,34 @@ export function createRaw(
   raw: string,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  return h.request({ method: 'POST', url: '/plants', token, headers: { 'content-type': 'application/json', ...headers }, payload: raw });
+  return h.request({
+    method: 'POST',
+    url: '/plants',
+    token,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: raw,
+  });
 }
 
 /** POST /plants expecting 200 with the plant echoed back (no id; tag only when given). */
-export async function createOk(h: AppHarness, token: string, id: bigint | number, name: string, tag?: string): Promise<void> {
+export async function createOk(
+  h: AppHarness,
+  token: string,
+  id: bigint | number,
+  name: string,
+  tag?: string,
+): Promise<void> {
   const raw = `{"id":${id},"name":${JSON.stringify(name)}${tag === undefined ? '' : `,"tag":${JSON.stringify(tag)}`}}`;
   const res = await createRaw(h, token, raw);
   assert.equal(res.statusCode, 200, `create ${raw}: ${res.body}`);
   assert.deepEqual(jsonBody(res), tag === undefined ? { name } : { name, tag });
 }
 
-export function deletePlant(h: AppHarness, token: string | undefined, id: bigint | number | string): Promise<LightMyRequestResponse> {
+export function deletePlant(
+  h: AppHarness,
+  token: string | undefined,
+  id: bigint | number | string,
+): Promise<LightMyRequestResponse> {
   return h.request({ method: 'DELETE', url: `/plants/${id}`, token });
 }
 
@@ -83,7 +103,11 @@ export async function getPage(h: AppHarness, token: string, url = '/plants'): Pr
 }
 
 /** Every plant of the caller, following rel="next" to the end; also the page sizes seen. */
-export async function listAll(h: AppHarness, token: string, firstUrl = '/plants'): Promise<{ plants: PlantBody[]; pageSizes: number[] }> {
+export async function listAll(
+  h: AppHarness,
+  token: string,
+  firstUrl = '/plants',
+): Promise<{ plants: PlantBody[]; pageSizes: number[] }> {
   const plants: PlantBody[] = [];
   const pageSizes: number[] = [];
   let url: string | undefined = firstUrl;

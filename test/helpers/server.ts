@@ -26,7 +26,8 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
-    if (['HOST', 'PORT', 'DATABASE_URL', 'LOG_LEVEL', 'NODE_TEST_CONTEXT'].includes(k) || k.startsWith('PLANTS_')) continue;
+    if (['HOST', 'PORT', 'DATABASE_URL', 'LOG_LEVEL', 'NODE_TEST_CONTEXT'].includes(k) || k.startsWith('PLANTS_'))
+      continue;
     env[k] = v;
   }
   return { ...env, ...extra };
@@ -124,7 +125,11 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
       clearTimeout(timer);
       live.delete(child);
       if (signal === 'SIGKILL' && code === null) {
-        reject(new Error(`plant-store ${args.join(' ')} did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+        reject(
+          new Error(
+            `plant-store ${args.join(' ')} did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+          ),
+        );
         return;
       }
       resolve({ code, signal, stdout, stderr, exitedAt });
@@ -221,7 +226,11 @@ export async function startServer(
           resolve();
         } else if (exitInfo) {
           done();
-          reject(new Error(`server exited (${exitInfo.signal ?? exitInfo.code}) before ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+          reject(
+            new Error(
+              `server exited (${exitInfo.signal ?? exitInfo.code}) before ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+            ),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -236,7 +245,11 @@ export async function startServer(
       check();
     });
 
-  const listeningUrls = () => stdout.split('\n').map((l) => LISTENING.exec(l)).filter((m): m is RegExpExecArray => !!m);
+  const listeningUrls = () =>
+    stdout
+      .split('\n')
+      .map((l) => LISTENING.exec(l))
+      .filter((m): m is RegExpExecArray => !!m);
   try {
     await Promise.race([
       waitFor(() => listeningUrls().length >= listeners, timeoutMs, `${listeners} "Server listening at" line(s)`),
@@ -332,7 +345,9 @@ export function httpRequest(url: string, opts: HttpOptions = {}): Promise<HttpRe
       res.on('error', reject);
       res.on('aborted', () => reject(Object.assign(new Error('response aborted'), { code: 'ECONNRESET' })));
     });
-    req.setTimeout(opts.timeoutMs ?? 15_000, () => req.destroy(Object.assign(new Error('request timed out'), { code: 'ETIMEDOUT' })));
+    req.setTimeout(opts.timeoutMs ?? 15_000, () =>
+      req.destroy(Object.assign(new Error('request timed out'), { code: 'ETIMEDOUT' })),
+    );
     req.on('error', reject);
     const onFlushed = opts.onFlushed;
     if (onFlushed) req.once('finish', () => onFlushed(req.reusedSocket));

@@ -98,7 +98,11 @@ function makeFixture(kind: StoreKind): StoreFixture & { setup(): Promise<void>; 
 }
 
 /** Runs `body` once per store, each run on its own fresh database. */
-export function describeEachStore(title: string, body: (fx: StoreFixture) => void, kinds: StoreKind[] = ['sqlite', 'postgres']): void {
+export function describeEachStore(
+  title: string,
+  body: (fx: StoreFixture) => void,
+  kinds: StoreKind[] = ['sqlite', 'postgres'],
+): void {
   for (const kind of kinds) describeOnStore(kind, title, body);
 }
 
@@ -112,7 +116,11 @@ export function describeOnStore(kind: StoreKind, title: string, body: (fx: Store
         });
       });
     } else {
-      describe(name, { skip: `PostgreSQL at ${PG_URL} is unreachable (${pgProblem}); set PLANTS_TEST_PG_URL` }, () => {});
+      describe(
+        name,
+        { skip: `PostgreSQL at ${PG_URL} is unreachable (${pgProblem}); set PLANTS_TEST_PG_URL` },
+        () => {},
+      );
     }
     return;
   }

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
 import type { StoreConfig } from '../open-store.js';
 
-export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'> & Partial<Pick<StoreConfig, 'durability'>>;
+export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
+  Partial<Pick<StoreConfig, 'durability'>>;
 
 export interface PgPoolOverrides {
   max?: number;

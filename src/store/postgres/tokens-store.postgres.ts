@@ -35,7 +35,10 @@ const INSERT_FIRST = {
 } as const;
 // Under READ COMMITTED two transactions could both find the table empty:
 // this lock makes the second one wait and then see the first one's token.
-const FIRST_TOKEN_LOCK = { name: 'tokens_first_lock', text: "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))" } as const;
+const FIRST_TOKEN_LOCK = {
+  name: 'tokens_first_lock',
+  text: "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))",
+} as const;
 const BY_HASH = { name: 'tokens_by_hash', text: `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea` } as const;
 const ALL = { name: 'tokens_all', text: `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id` } as const;
 // coalesce keeps the first revocation time when a token is revoked twice.

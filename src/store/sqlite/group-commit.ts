@@ -22,7 +22,10 @@ export class GroupCommit {
   /** Runs these writes in one transaction; the outcome of each, in order, once COMMIT has returned. */
   commitNow<T>(writes: readonly (() => T)[]): Settled<T>[] {
     const outcomes: Settled<T>[] = new Array(writes.length);
-    this.#commitBatch(writes.map((run, i) => ({ run, i })), outcomes);
+    this.#commitBatch(
+      writes.map((run, i) => ({ run, i })),
+      outcomes,
+    );
     return outcomes;
   }
 

@@ -13,7 +13,8 @@ interface PlantRow {
 }
 
 /** Inserts a plant unless the owner has its id already (then changes = 0). */
-export const INSERT_PLANT = 'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
+export const INSERT_PLANT =
+  'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
 
 /** The plant writes as plain statements on one connection; the caller owns the transaction. */
 export function plantWriter(db: Database.Database): (op: WriteOp) => WriteResult {

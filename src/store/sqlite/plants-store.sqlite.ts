@@ -1,6 +1,14 @@
 import { createCipheriv, createDecipheriv, createHash, type Cipher, type Decipher } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { InvalidCursorError, StoreUnavailableError, type CreateOutcome, type NewPlantRecord, type PlantPage, type PlantRecord, type PlantStore } from '../store.js';
+import {
+  InvalidCursorError,
+  StoreUnavailableError,
+  type CreateOutcome,
+  type NewPlantRecord,
+  type PlantPage,
+  type PlantRecord,
+  type PlantStore,
+} from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
 import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
@@ -80,7 +88,13 @@ export class SqlitePlantStore implements PlantStore {
 
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     this.#ensureOpen();
-    return this.writer.run({ kind: 'create', owner, id: plant.id, name: plant.name, tag: plant.tag ?? null }) as Promise<CreateOutcome>;
+    return this.writer.run({
+      kind: 'create',
+      owner,
+      id: plant.id,
+      name: plant.name,
+      tag: plant.tag ?? null,
+    }) as Promise<CreateOutcome>;
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {

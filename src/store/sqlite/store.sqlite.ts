@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import { StoreUnavailableError, type Store } from '../store.js';

@@ -35,8 +35,12 @@ export class SqliteTokenStore implements TokenStore {
     this.#insertFirst = db.prepare(
       'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM tokens)',
     );
-    this.#byHash = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE hash = ?');
-    this.#all = db.prepare('SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id');
+    this.#byHash = db.prepare(
+      'SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE hash = ?',
+    );
+    this.#all = db.prepare(
+      'SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
+    );
     this.#revokeById = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
     this.#revokeByHash = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?');
     this.#count = db.prepare('SELECT count(*) AS n FROM tokens');
@@ -46,7 +50,10 @@ export class SqliteTokenStore implements TokenStore {
     // One statement either way, so the "no token yet" check and the insert
     // happen under the same write lock.
     const statement = opts.onlyIfNone ? this.#insertFirst : this.#insert;
-    return statement.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null).changes === 1;
+    return (
+      statement.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null)
+        .changes === 1
+    );
   }
 
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {

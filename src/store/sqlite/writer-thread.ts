@@ -59,7 +59,8 @@ export class WriterThread {
   }
 
   run(op: WriteOp): Promise<WriteResult> {
-    if (this.#failed || this.#closed) return Promise.reject(new StoreUnavailableError(this.#failed ?? new Error('closed')));
+    if (this.#failed || this.#closed)
+      return Promise.reject(new StoreUnavailableError(this.#failed ?? new Error('closed')));
     return new Promise((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
       if (!this.#scheduled && !this.#inFlight) {

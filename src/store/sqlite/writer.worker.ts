@@ -21,7 +21,11 @@ parentPort!.on('message', (ops: WriteOp[] | 'close') => {
   const outcomes: Outcome[] = writes.commitNow(ops.map((op) => () => write(op))).map((s) =>
     s.ok
       ? { ok: true, value: s.value }
-      : { ok: false, message: String((s.error as Error)?.message ?? s.error), code: (s.error as { code?: string })?.code },
+      : {
+          ok: false,
+          message: String((s.error as Error)?.message ?? s.error),
+          code: (s.error as { code?: string })?.code,
+        },
   );
   parentPort!.postMessage(outcomes);
 });
