@@ -10,11 +10,10 @@ import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
 import { ErrorBody } from '../schemas/error.js';
 import { NewPlant, Plant } from '../schemas/plant.js';
-import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
-import { SECURITY_HEADERS } from './headers.js';
-import { errors } from './errors.js';
+import { SECURITY_HEADERS } from '../http/headers.js';
+import { errors } from '../http/errors.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLine } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -42,12 +41,12 @@ function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
 }
 
 export interface AppOptions {
-  /** An already open store; when absent, the app opens the one config.db names and closes it with the app. */
-  store?: Store;
+  /** An open store; the caller opens it and closes it after the app. */
+  store: Store;
 }
 
 /** The whole service as an unlistened Fastify instance. */
-export async function buildApp(config: Readonly<Config>, options: AppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(config: Readonly<Config>, { store }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: createLogger(config),
     // One log line per request, written by the onResponse hook below.
@@ -69,9 +68,6 @@ export async function buildApp(config: Readonly<Config>, options: AppOptions = {
     childLoggerFactory: (logger) => logger,
   });
   app.addHook('onClose', async () => closeLogger(app.log));
-
-  const store = options.store ?? (await openStore(config));
-  if (!options.store) app.addHook('onClose', () => store.close());
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);

@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
-import { AppError, errors } from './errors.js';
-import { SECURITY_HEADERS } from './headers.js';
+import { AppError, errors } from '../http/errors.js';
+import { SECURITY_HEADERS } from '../http/headers.js';
 import { requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
 
@@ -40,7 +40,7 @@ const hasUnreadBody = (request: FastifyRequest) =>
   request.body === undefined &&
   (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0);
 
-export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request))
     void reply.header('connection', 'close');
   return reply

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse } from 'lossless-json';
-import { errors } from './errors.js';
+import { errors } from '../http/errors.js';
 
 const INTEGER_LITERAL = /^-?(0|[1-9]\d*)$/;
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify';
-import { errors } from './errors.js';
+import { errors } from '../http/errors.js';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 

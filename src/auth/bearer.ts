@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
-import { errors } from '../app/errors.js';
+import { errors } from '../http/errors.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { looksLikeToken } from './tokens.js';
 import { NOT_CACHED, type TokenCache } from './token-cache.js';

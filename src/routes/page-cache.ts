@@ -1,3 +1,5 @@
+import type { PlantRecord, PlantStore } from '../store/store.js';
+
 export interface PageEntry {
   epoch: number;
   body: string;
@@ -37,5 +39,42 @@ export class PageCache {
     if (old === undefined) return;
     this.#bytes -= old.body.length;
     this.#entries.delete(key);
+  }
+}
+
+/** A list page as it goes out: the serialized body and the Link header, if more plants remain. */
+export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
+
+/**
+ * GET /plants pages, read from the store or, when the store can tell that
+ * nothing changed since (its change epoch), reused from memory.
+ */
+export class ListPages {
+  readonly #cache: PageCache;
+  readonly #changeEpoch: (() => number) | undefined;
+
+  constructor(
+    private readonly plants: PlantStore,
+    cacheBytes: number,
+  ) {
+    this.#cache = new PageCache(cacheBytes);
+    this.#changeEpoch = cacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
+  }
+
+  async page(
+    owner: string,
+    limit: number,
+    cursor: string | undefined,
+    serialize: (plants: PlantRecord[]) => string,
+  ): Promise<ListedPage> {
+    const epoch = this.#changeEpoch?.();
+    const key = epoch === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
+    const hit = key === undefined ? undefined : this.#cache.get(key, epoch!);
+    if (hit !== undefined) return hit;
+    const page = await this.plants.list(owner, limit, cursor);
+    const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
+    const entry = { epoch: epoch ?? 0, body: serialize(page.plants), link };
+    if (key !== undefined) this.#cache.set(key, entry);
+    return entry;
   }
 }

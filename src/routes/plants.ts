@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
-import { errors } from '../app/errors.js';
+import { errors } from '../http/errors.js';
 import type { Authenticate } from '../auth/bearer.js';
 import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
-import { PageCache, type PageEntry } from './page-cache.js';
+import { ListPages } from './page-cache.js';
 
 export interface PlantRoutesOptions {
   plants: PlantStore;
@@ -24,8 +24,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
   app,
   { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate },
 ) => {
-  const pages = new PageCache(listCacheBytes);
-  const changeEpoch = listCacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
+  const pages = new ListPages(plants, listCacheBytes);
 
   app.post<{ Body: NewPlant }>(
     '/plants',
@@ -82,21 +81,13 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const owner = request.principal.owner;
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
-      const cursor = request.query.cursor;
-      // Repeated reads of an unchanged page are answered from memory.
-      const epoch = changeEpoch?.();
-      const key = epoch === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
-      let entry: PageEntry | undefined = key === undefined ? undefined : pages.get(key, epoch!);
-      if (entry === undefined) {
-        const page = await plants.list(owner, limit, cursor);
-        const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
-        entry = { epoch: epoch ?? 0, body: reply.serialize(page.plants) as string, link };
-        if (key !== undefined) pages.set(key, entry);
-      }
-      if (entry.link !== undefined) void reply.header('link', entry.link);
-      return reply.type('application/json; charset=utf-8').send(entry.body);
+      const page = await pages.page(request.principal.owner, limit, request.query.cursor, (p) =>
+        // Fastify serializes with the 200 schema above, which yields a string.
+        String(reply.serialize(p)),
+      );
+      if (page.link !== undefined) void reply.header('link', page.link);
+      return reply.type('application/json; charset=utf-8').send(page.body);
     },
   );
 

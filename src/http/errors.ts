@@ -2,7 +2,7 @@
 // response is built from one of these, so status, message and headers stay
 // consistent across routes, hooks and stores.
 
-export const REALM = 'plants';
+const REALM = 'plants';
 
 export class AppError extends Error {
   constructor(
