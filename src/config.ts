@@ -90,6 +90,9 @@ const ConfigSchema = Type.Object({
 });
 export type Config = Static<typeof ConfigSchema>;
 
+/** full: a 2xx write survives power loss; normal: it survives a crash of the process. */
+export type Durability = Config['durability'];
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -159,4 +162,39 @@ export function loadConfig(
 
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
+}
+
+/** What the SQLite store needs from the settings. */
+export interface SqliteConfig {
+  path: string;
+  durability: Durability;
+}
+
+/** What the PostgreSQL store needs from the settings. */
+export interface PostgresConfig {
+  url: string;
+  poolSize: number;
+  /** 0 disables the timeout. */
+  statementTimeoutMs: number;
+  durability: Durability;
+}
+
+export type StoreConfig = { kind: 'sqlite'; sqlite: SqliteConfig } | { kind: 'postgres'; postgres: PostgresConfig };
+
+/** The store that --db names, with the settings that store uses. */
+export function storeConfig(
+  config: Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'>,
+): StoreConfig {
+  if (isPostgresUrl(config.db)) {
+    return {
+      kind: 'postgres',
+      postgres: {
+        url: config.db,
+        poolSize: config.pgPoolSize,
+        statementTimeoutMs: config.pgStatementTimeoutMs,
+        durability: config.durability,
+      },
+    };
+  }
+  return { kind: 'sqlite', sqlite: { path: config.db, durability: config.durability } };
 }

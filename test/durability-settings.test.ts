@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { openSqlite } from '../src/store/sqlite/db-connect.sqlite.js';
 import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
+import { storeConfig } from '../src/config.js';
 import { describeOnStore } from './helpers/stores.js';
 
 describeOnStore('sqlite', 'durability settings', (fx) => {
@@ -29,7 +30,9 @@ describeOnStore('postgres', 'durability settings', (fx) => {
       ['full', 'on'],
       ['normal', 'off'],
     ] as const) {
-      const pool = createPgPool({ ...fx.config(), durability });
+      const config = storeConfig({ ...fx.config(), durability });
+      assert.equal(config.kind, 'postgres');
+      const pool = createPgPool(config.postgres);
       try {
         const { rows } = await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
         assert.equal(rows[0]!.synchronous_commit, expected, durability);

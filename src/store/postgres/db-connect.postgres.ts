@@ -1,9 +1,6 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
-import type { StoreConfig } from '../open-store.js';
-
-export type PgConfig = Pick<StoreConfig, 'db' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
-  Partial<Pick<StoreConfig, 'durability'>>;
+import type { PostgresConfig } from '../../config.js';
 
 export interface PgPoolOverrides {
   max?: number;
@@ -30,11 +27,11 @@ const bigintTypes: pg.CustomTypesConfig = {
 
 // All connection setup for the PostgreSQL store lives here, so the server's
 // pool and the migrator's get the same settings.
-export function createPgPool(config: PgConfig, overrides: PgPoolOverrides = {}): pg.Pool {
-  const statementTimeout = overrides.statementTimeoutMs ?? config.pgStatementTimeoutMs;
+export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides = {}): pg.Pool {
+  const statementTimeout = overrides.statementTimeoutMs ?? config.statementTimeoutMs;
   const pool = new pg.Pool({
-    connectionString: config.db,
-    max: overrides.max ?? config.pgPoolSize,
+    connectionString: config.url,
+    max: overrides.max ?? config.poolSize,
     statement_timeout: statementTimeout,
     // statement_timeout is enforced by the server, which never sees the query
     // when the network drops packets; this client-side limit turns such a hang
@@ -103,7 +100,7 @@ export function isUnavailableError(error: unknown, depth = 0): boolean {
   return isUnavailableError(error.cause, depth + 1);
 }
 
-export function toStoreError(error: unknown): unknown {
+function toStoreError(error: unknown): unknown {
   return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
 }
 

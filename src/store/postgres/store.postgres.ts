@@ -3,12 +3,13 @@ import type pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
-import { createPgPool, isUnavailableError, withClient, type PgConfig } from './db-connect.postgres.js';
+import { createPgPool, isUnavailableError, withClient } from './db-connect.postgres.js';
+import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 
-export async function migratePostgres(config: PgConfig): Promise<MigrationReport> {
+export async function migratePostgres(config: PostgresConfig): Promise<MigrationReport> {
   // No statement timeout: a second instance starting at the same time waits
   // on the migrator's lock for as long as the first one's DDL takes.
   const db = new Kysely<unknown>({
@@ -49,7 +50,7 @@ export class PostgresStore implements Store {
   }
 }
 
-export async function openPostgresStore(config: PgConfig & { migrate?: boolean }): Promise<PostgresStore> {
+export async function openPostgresStore(config: PostgresConfig & { migrate?: boolean }): Promise<PostgresStore> {
   if (config.migrate !== false) await migratePostgres(config);
   return new PostgresStore(createPgPool(config));
 }

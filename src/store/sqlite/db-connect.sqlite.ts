@@ -2,11 +2,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
-export type Durability = 'full' | 'normal';
+import type { SqliteConfig } from '../../config.js';
 
-export interface SqliteOptions {
-  path: string;
-  durability: Durability;
+export interface SqliteOptions extends SqliteConfig {
   /** Fail instead of creating the file (and its folder) when it does not exist. */
   mustExist?: boolean;
 }
