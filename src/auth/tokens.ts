@@ -53,7 +53,7 @@ export async function issueToken(store: TokenStore, opts: TokenOptions): Promise
 /** Issues the store's first token, unless it has one already (then undefined); safe when several servers start at once. */
 export async function issueFirstToken(store: TokenStore, opts: TokenOptions): Promise<IssuedToken | undefined> {
   const issued = newToken(opts);
-  return (await store.insert(issued.record, hashToken(issued.token), { onlyIfNone: true })) ? issued : undefined;
+  return (await store.insertFirst(issued.record, hashToken(issued.token))) ? issued : undefined;
 }
 
 interface TokenOptions {

@@ -5,7 +5,6 @@ import type { CommandContext } from './args.js';
 
 /** Creates the first token when the store has none, so a fresh install can be used at once. */
 export async function bootstrapToken(store: Store): Promise<string | undefined> {
-  if ((await store.tokens.count()) > 0) return undefined;
   return (await issueFirstToken(store.tokens, { owner: 'admin' }))?.token;
 }
 

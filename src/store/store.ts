@@ -33,6 +33,12 @@ export interface PlantStore {
    * their list pages are never reused.
    */
   changeEpoch?(): number;
+  /**
+   * Stores many plants of one owner in one transaction, skipping ids the
+   * owner has already; for loading data (imports, benchmarks), not requests.
+   * Resolves to the number of plants stored.
+   */
+  insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number>;
 }
 
 export type Scope = 'plants:read' | 'plants:write';
@@ -48,18 +54,18 @@ export interface TokenRecord {
 }
 
 export interface TokenStore {
+  /** Stores a token by the hash of its secret. */
+  insert(token: TokenRecord, hash: Buffer): Promise<void>;
   /**
-   * Stores a token by the hash of its secret. With onlyIfNone it is stored
-   * only when the store holds no token at all, atomically, so servers
-   * starting together on a new store create one first token, not several.
-   * False when nothing was stored.
+   * Stores the store's first token: only when it holds no token at all,
+   * atomically, so servers starting together on a new store create one
+   * first token, not several. False when a token existed already.
    */
-  insert(token: TokenRecord, hash: Buffer, opts?: { onlyIfNone?: boolean }): Promise<boolean>;
+  insertFirst(token: TokenRecord, hash: Buffer): Promise<boolean>;
   findByHash(hash: Buffer): Promise<TokenRecord | undefined>;
   list(): Promise<TokenRecord[]>;
   /** Revokes by token id or by secret hash; false when neither matches. */
   revoke(idOrHash: string | Buffer, at: Date): Promise<boolean>;
-  count(): Promise<number>;
 }
 
 export interface Store {

@@ -163,7 +163,6 @@ export class PostgresPlantStore implements PlantStore {
     return rowCount === 1;
   }
 
-  /** Bulk load for benchmarks and imports: one transaction, no HTTP. Returns the number of rows inserted. */
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
     return withClient(this.pool, async (client) => {
       await client.query('BEGIN');

@@ -50,17 +50,25 @@ const REVOKE_BY_HASH = {
   name: 'tokens_revoke_by_hash',
   text: 'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE hash = $2::bytea',
 } as const;
-const COUNT = { name: 'tokens_count', text: 'SELECT count(*) AS n FROM tokens' } as const;
+
+const tokenValues = (t: TokenRecord, hash: Buffer) => [
+  t.id,
+  hash,
+  t.owner,
+  t.scopes.join(' '),
+  t.createdAt,
+  t.expiresAt ?? null,
+];
 
 export class PostgresTokenStore implements TokenStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async insert(t: TokenRecord, hash: Buffer, opts: { onlyIfNone?: boolean } = {}): Promise<boolean> {
-    const values = [t.id, hash, t.owner, t.scopes.join(' '), t.createdAt, t.expiresAt ?? null];
-    if (!opts.onlyIfNone) {
-      const { rowCount } = await withClient(this.pool, (client) => client.query({ ...INSERT, values }));
-      return rowCount === 1;
-    }
+  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
+    await withClient(this.pool, (client) => client.query({ ...INSERT, values: tokenValues(t, hash) }));
+  }
+
+  async insertFirst(t: TokenRecord, hash: Buffer): Promise<boolean> {
+    const values = tokenValues(t, hash);
     return withClient(this.pool, async (client) => {
       await client.query('BEGIN');
       try {
@@ -90,11 +98,5 @@ export class PostgresTokenStore implements TokenStore {
     const query = typeof idOrHash === 'string' ? REVOKE_BY_ID : REVOKE_BY_HASH;
     const { rowCount } = await withClient(this.pool, (client) => client.query({ ...query, values: [at, idOrHash] }));
     return (rowCount ?? 0) > 0;
-  }
-
-  async count(): Promise<number> {
-    // count(*) is int8, which this pool reads as a bigint.
-    const { rows } = await withClient(this.pool, (client) => client.query<{ n: bigint }>(COUNT));
-    return Number(rows[0]!.n);
   }
 }

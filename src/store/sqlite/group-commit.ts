@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 
-export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+export type Settled<T, E = unknown> = { ok: true; value: T } | { ok: false; error: E };
 
 /**
  * Group commit on one connection: a batch of writes shares one transaction,

@@ -5,7 +5,18 @@ export type WriteOp =
   | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
   | { kind: 'delete'; owner: string; id: bigint };
 
-export type WriteResult = CreateOutcome | boolean;
+/** What each kind of write answers: a create its outcome, a delete whether a plant was there. */
+export interface WriteResults {
+  create: CreateOutcome;
+  delete: boolean;
+}
+export type WriteResult = WriteResults[WriteOp['kind']];
+
+/** Why a write failed, as it crosses from the writer thread (an Error does not keep its code there). */
+export interface WriteFailure {
+  message: string;
+  code: string | undefined;
+}
 
 interface PlantRow {
   name: string;

@@ -94,7 +94,7 @@ export class SqlitePlantStore implements PlantStore {
       id: plant.id,
       name: plant.name,
       tag: plant.tag ?? null,
-    }) as Promise<CreateOutcome>;
+    });
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
@@ -113,7 +113,7 @@ export class SqlitePlantStore implements PlantStore {
 
   delete(owner: string, id: bigint): Promise<boolean> {
     this.#ensureOpen();
-    return this.writer.run({ kind: 'delete', owner, id }) as Promise<boolean>;
+    return this.writer.run({ kind: 'delete', owner, id });
   }
 
   changeEpoch(): number {
@@ -121,12 +121,13 @@ export class SqlitePlantStore implements PlantStore {
     return this.changes.current();
   }
 
-  /** Bulk load for benchmarks and imports: one transaction, no HTTP. */
-  insertMany(owner: string, plants: Iterable<NewPlantRecord>): number {
+  async insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
+    this.#ensureOpen();
     let n = 0;
     this.db.transaction(() => {
       for (const p of plants) n += this.#insert.run(owner, p.id, p.name, p.tag ?? null).changes;
     })();
+    if (n > 0) this.changes.bump();
     return n;
   }
 }

@@ -19,6 +19,15 @@ const toRecord = (row: TokenRow): TokenRecord => ({
   revokedAt: row.revoked_at === null ? undefined : new Date(row.revoked_at),
 });
 
+const tokenValues = (t: TokenRecord, hash: Buffer): [string, Buffer, string, string, number, number | null] => [
+  t.id,
+  hash,
+  t.owner,
+  t.scopes.join(' '),
+  t.createdAt.getTime(),
+  t.expiresAt?.getTime() ?? null,
+];
+
 export class SqliteTokenStore implements TokenStore {
   readonly #insert: Database.Statement<[string, Buffer, string, string, number, number | null]>;
   readonly #insertFirst: Database.Statement<[string, Buffer, string, string, number, number | null]>;
@@ -26,7 +35,6 @@ export class SqliteTokenStore implements TokenStore {
   readonly #all: Database.Statement<[], TokenRow>;
   readonly #revokeById: Database.Statement<[number, string]>;
   readonly #revokeByHash: Database.Statement<[number, Buffer]>;
-  readonly #count: Database.Statement<[], { n: number }>;
 
   constructor(db: Database.Database) {
     this.#insert = db.prepare(
@@ -43,17 +51,16 @@ export class SqliteTokenStore implements TokenStore {
     );
     this.#revokeById = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
     this.#revokeByHash = db.prepare('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?');
-    this.#count = db.prepare('SELECT count(*) AS n FROM tokens');
   }
 
-  async insert(t: TokenRecord, hash: Buffer, opts: { onlyIfNone?: boolean } = {}): Promise<boolean> {
-    // One statement either way, so the "no token yet" check and the insert
-    // happen under the same write lock.
-    const statement = opts.onlyIfNone ? this.#insertFirst : this.#insert;
-    return (
-      statement.run(t.id, hash, t.owner, t.scopes.join(' '), t.createdAt.getTime(), t.expiresAt?.getTime() ?? null)
-        .changes === 1
-    );
+  async insert(t: TokenRecord, hash: Buffer): Promise<void> {
+    this.#insert.run(...tokenValues(t, hash));
+  }
+
+  // One statement, so the "no token yet" check and the insert happen under
+  // the same write lock.
+  async insertFirst(t: TokenRecord, hash: Buffer): Promise<boolean> {
+    return this.#insertFirst.run(...tokenValues(t, hash)).changes === 1;
   }
 
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
@@ -71,9 +78,5 @@ export class SqliteTokenStore implements TokenStore {
         ? this.#revokeById.run(at.getTime(), idOrHash)
         : this.#revokeByHash.run(at.getTime(), idOrHash);
     return r.changes > 0;
-  }
-
-  async count(): Promise<number> {
-    return this.#count.get()!.n;
   }
 }

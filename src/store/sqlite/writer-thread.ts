@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../store.js';
 import type { SqliteOptions } from './db-connect.sqlite.js';
-import type { WriteOp, WriteResult } from './plant-writes.sqlite.js';
+import type { WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
 import type { Outcome } from './writer.worker.js';
 
 interface Pending {
@@ -58,11 +58,12 @@ export class WriterThread {
     return worker;
   }
 
-  run(op: WriteOp): Promise<WriteResult> {
+  run<Op extends WriteOp>(op: Op): Promise<WriteResults[Op['kind']]> {
     if (this.#failed || this.#closed)
       return Promise.reject(new StoreUnavailableError(this.#failed ?? new Error('closed')));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      // The worker answers each op with the result of its kind (plantWriter).
+      this.#queue.push({ op, resolve: resolve as (value: WriteResult) => void, reject });
       if (!this.#scheduled && !this.#inFlight) {
         this.#scheduled = true;
         setImmediate(() => this.#send());
@@ -107,8 +108,9 @@ export class WriterThread {
     outcomes.forEach((o, i) => {
       const p = batch[i]!;
       if (o.ok) p.resolve(o.value);
-      else if (o.code && BUSY.has(o.code)) p.reject(new StoreUnavailableError(new SqliteWriteError(o.message, o.code)));
-      else p.reject(new SqliteWriteError(o.message, o.code));
+      else if (o.error.code && BUSY.has(o.error.code))
+        p.reject(new StoreUnavailableError(new SqliteWriteError(o.error.message, o.error.code)));
+      else p.reject(new SqliteWriteError(o.error.message, o.error.code));
     });
     this.#send();
     if (!this.#inFlight && this.#queue.length === 0) this.#drained?.();

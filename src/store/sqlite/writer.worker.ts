@@ -3,10 +3,10 @@
 // that arrive during one fsync form the next group commit.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
-import { GroupCommit } from './group-commit.js';
-import { plantWriter, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
+import { GroupCommit, type Settled } from './group-commit.js';
+import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
 
-export type Outcome = { ok: true; value: WriteResult } | { ok: false; message: string; code: string | undefined };
+export type Outcome = Settled<WriteResult, WriteFailure>;
 
 const db = openSqlite(workerData as SqliteOptions);
 const writes = new GroupCommit(db);
@@ -23,8 +23,10 @@ parentPort!.on('message', (ops: WriteOp[] | 'close') => {
       ? { ok: true, value: s.value }
       : {
           ok: false,
-          message: String((s.error as Error)?.message ?? s.error),
-          code: (s.error as { code?: string })?.code,
+          error: {
+            message: String((s.error as Error)?.message ?? s.error),
+            code: (s.error as { code?: string })?.code,
+          },
         },
   );
   parentPort!.postMessage(outcomes);
