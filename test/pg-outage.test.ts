@@ -15,6 +15,7 @@ import {
   startServer,
   type HttpResponse,
   type ServerProcess,
+  stopGracefully,
 } from './helpers/server.js';
 import { TcpProxy, expectErrorBody, query, serviceBackends, terminateServiceBackends, viaPort } from './helpers/pg.js';
 import { describeOnStore } from './helpers/stores.js';
@@ -73,12 +74,6 @@ async function expectAlive(s: ServerProcess): Promise<void> {
 /** Error-level log lines other than the request failures an outage is expected to log. */
 function unexpectedLogErrors(s: ServerProcess): Record<string, unknown>[] {
   return s.logLines().filter((l) => typeof l.level === 'number' && l.level >= 50 && l.msg !== 'request failed');
-}
-
-async function stopGracefully(s: ServerProcess | undefined): Promise<void> {
-  if (!s || s.exited) return;
-  s.kill('SIGTERM');
-  await s.waitExit(10_000).catch(() => s.kill('SIGKILL'));
 }
 
 describeOnStore('postgres', 'PostgreSQL outage through a TCP proxy', (fx) => {

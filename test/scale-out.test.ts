@@ -15,6 +15,7 @@ import {
   useProcessCleanup,
   type HttpResponse,
   type ServerProcess,
+  stopGracefully,
 } from './helpers/server.js';
 import { createScratchDatabase, expectErrorBody, query } from './helpers/pg.js';
 import { describeOnStore } from './helpers/stores.js';
@@ -55,16 +56,6 @@ function rowsOf(db: string, who: string, id: number) {
   ]);
 }
 
-async function stopGracefully(servers: ServerProcess[]): Promise<void> {
-  await Promise.all(
-    servers.map(async (s) => {
-      if (s.exited) return;
-      s.kill('SIGTERM');
-      await s.waitExit(10_000).catch(() => s.kill('SIGKILL'));
-    }),
-  );
-}
-
 describeOnStore('postgres', 'scale-out: two server processes on one database', (fx) => {
   describe('servers A and B', () => {
     // The servers live across this suite's tests, so no useProcessCleanup() (it kills after each
@@ -76,7 +67,7 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
       [a, b] = await Promise.all([startServer(serveArgs(fx.db)), startServer(serveArgs(fx.db))]);
     });
     after(async () => {
-      if (a && b) await stopGracefully([a, b]);
+      if (a && b) await stopGracefully(a, b);
     });
 
     it('listens on two different ports, both ready', { timeout: TEST_TIMEOUT }, async () => {
@@ -337,7 +328,7 @@ describeOnStore('postgres', 'scale-out: instances starting together on an empty 
               assert.deepEqual(errors, [], `${s.url} error-level log lines`);
             }
           } finally {
-            await stopGracefully(servers);
+            await stopGracefully(...servers);
           }
         },
       );

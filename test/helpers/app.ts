@@ -12,7 +12,7 @@ export interface AppHarness {
   /** Issues a fresh token for an owner. */
   token(owner: string, opts?: { scopes?: Scope[]; expiresInMs?: number }): Promise<string>;
   /** app.inject with a bearer token and JSON body helpers. */
-  request(opts: InjectOptions & { token?: string; json?: unknown }): Promise<LightMyRequestResponse>;
+  request(opts: InjectOptions & { token?: string | undefined; json?: unknown }): Promise<LightMyRequestResponse>;
 }
 
 /** One app (via app.inject, no socket) per suite, on the suite's fresh database. */

@@ -161,6 +161,17 @@ export interface ServerProcess {
 }
 
 /** The usual serve arguments: a free port on 127.0.0.1, the given store, log level info. */
+/** SIGTERM, then SIGKILL if a server has not exited within 10 s. */
+export async function stopGracefully(...servers: (ServerProcess | undefined)[]): Promise<void> {
+  await Promise.all(
+    servers.map(async (s) => {
+      if (!s || s.exited) return;
+      s.kill('SIGTERM');
+      await s.waitExit(10_000).catch(() => s.kill('SIGKILL'));
+    }),
+  );
+}
+
 export function serveArgs(db: string, ...extra: string[]): string[] {
   return ['--host', '127.0.0.1', '--port', '0', '--db', db, '--log-level', 'info', ...extra];
 }
