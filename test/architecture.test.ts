@@ -1,0 +1,100 @@
+// The layering of ARCHITECTURE.md, checked over the import graph of src/:
+// a module imports only from its own layer or the layers below it.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SRC = join(ROOT, 'src');
+
+// Lowest first. A top-level folder of src/ (or a file directly in it) not
+// listed here fails the test, so a new layer has to be placed on purpose.
+const LAYERS: readonly (readonly string[])[] = [
+  ['schemas'],
+  ['config.ts'],
+  ['metrics'],
+  ['store'],
+  ['http'],
+  ['auth'],
+  ['routes', 'plugins', 'outbox', 'backup'],
+  ['app'],
+  ['cli'],
+];
+// The client runs in browsers too: it may import only itself, and schemas for their types.
+const CLIENT = 'client';
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+interface Import {
+  specifier: string;
+  typeOnly: boolean;
+}
+
+function importsOf(file: string): Import[] {
+  const text = readFileSync(file, 'utf8');
+  const found: Import[] = [];
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?\bfrom\s+'([^']+)'/gm)) {
+    found.push({ specifier: m[3]!, typeOnly: m[2] !== undefined });
+  }
+  for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) found.push({ specifier: m[1]!, typeOnly: false });
+  for (const m of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) found.push({ specifier: m[1]!, typeOnly: false });
+  for (const m of text.matchAll(/new URL\(\s*'(\.[^']+)'\s*,\s*import\.meta\.url\)/g)) {
+    found.push({ specifier: m[1]!, typeOnly: false });
+  }
+  return found;
+}
+
+const part = (file: string): string => relative(SRC, file).split(sep)[0]!;
+
+function layerOf(file: string): number {
+  const index = LAYERS.findIndex((layer) => layer.includes(part(file)));
+  assert.notEqual(index, -1, `${relative(ROOT, file)} is in no layer of ARCHITECTURE.md`);
+  return index;
+}
+
+describe('architecture', () => {
+  const files = sourceFiles(SRC);
+
+  it('finds the source tree', () => {
+    assert.ok(files.length > 20, `only ${files.length} files under ${SRC}`);
+  });
+
+  it('imports only point down the layers', () => {
+    const upward: string[] = [];
+    for (const file of files) {
+      if (part(file) === CLIENT) continue;
+      const from = layerOf(file);
+      for (const { specifier } of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue;
+        const target = resolve(dirname(file), specifier).replace(/\.js$/, '.ts');
+        if (part(target) === CLIENT) {
+          upward.push(`${relative(ROOT, file)} imports the client (${specifier})`);
+          continue;
+        }
+        if (layerOf(target) > from) upward.push(`${relative(ROOT, file)} imports ${specifier} from a higher layer`);
+      }
+    }
+    assert.deepEqual(upward, []);
+  });
+
+  it('keeps the client free of Node modules and of the server', () => {
+    const wrong: string[] = [];
+    for (const file of files.filter((f) => part(f) === CLIENT)) {
+      for (const { specifier, typeOnly } of importsOf(file)) {
+        const name = relative(ROOT, file);
+        if (specifier.startsWith('node:')) wrong.push(`${name} imports ${specifier}`);
+        else if (specifier.startsWith('.')) {
+          const target = part(resolve(dirname(file), specifier));
+          if (target !== CLIENT && !(target === 'schemas' && typeOnly)) wrong.push(`${name} imports ${specifier}`);
+        } else if (!typeOnly) wrong.push(`${name} imports the package ${specifier}`);
+      }
+    }
+    assert.deepEqual(wrong, []);
+  });
+});
