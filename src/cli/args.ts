@@ -10,6 +10,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export interface CommandContext {
   argv: string[];
   env: Env;
+  stdin: NodeJS.ReadableStream;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
   isTTY: boolean;

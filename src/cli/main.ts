@@ -1,13 +1,27 @@
 #!/usr/bin/env node
 import { ConfigError } from '../config.js';
 import { UsageError, helpText, parseCommandArgs, type Command, type CommandContext } from './args.js';
+import { backup } from './backup.js';
+import { exportCommand } from './export.js';
+import { importCommand } from './import.js';
 import { migrate } from './migrate.js';
+import { restore } from './restore.js';
 import { serve } from './serve.js';
 import { tokenCreate } from './token-create.js';
 import { tokenList } from './token-list.js';
 import { tokenRevoke } from './token-revoke.js';
 
-const COMMANDS: Command[] = [serve, tokenCreate, tokenList, tokenRevoke, migrate];
+const COMMANDS: Command[] = [
+  serve,
+  tokenCreate,
+  tokenList,
+  tokenRevoke,
+  migrate,
+  backup,
+  restore,
+  exportCommand,
+  importCommand,
+];
 
 const USAGE = `Usage: plant-store <command> [options]
 
@@ -72,6 +86,7 @@ function describe(error: unknown): string {
 const code = await main({
   argv: process.argv.slice(2),
   env: process.env,
+  stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,
   isTTY: Boolean(process.stdout.isTTY),

@@ -68,10 +68,32 @@ export interface TokenStore {
   revoke(idOrHash: string | Buffer, at: Date): Promise<boolean>;
 }
 
+/** A token as export and import carry it: the record and the hash of its secret, so the same tokens keep working. */
+export interface TokenDump extends TokenRecord {
+  hash: Buffer;
+}
+
+/** One plant of one owner, as export and import carry it. */
+export interface PlantDump {
+  owner: string;
+  plant: NewPlantRecord;
+}
+
+/** Whole-store reads and writes for moving data between stores (export, import); not for requests. */
+export interface StoreTransfer {
+  /** Every token, oldest first. */
+  tokens(): AsyncIterable<TokenDump>;
+  /** Every plant, grouped by owner, each owner's in insertion order; read in batches, so memory stays flat. */
+  plants(): AsyncIterable<PlantDump>;
+  /** Stores the tokens whose id and hash are not in the store yet; resolves to how many were stored. */
+  importTokens(tokens: readonly TokenDump[]): Promise<number>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly plants: PlantStore;
   readonly tokens: TokenStore;
+  readonly transfer: StoreTransfer;
   /** Resolves when the database answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -8,6 +8,7 @@ import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
+import { PostgresTransfer } from './transfer.postgres.js';
 
 export async function migratePostgres(config: PostgresConfig): Promise<MigrationReport> {
   // No statement timeout: a second instance starting at the same time waits
@@ -28,11 +29,13 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly plants: PostgresPlantStore;
   readonly tokens: PostgresTokenStore;
+  readonly transfer: PostgresTransfer;
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
     this.plants = new PostgresPlantStore(pool);
     this.tokens = new PostgresTokenStore(pool);
+    this.transfer = new PostgresTransfer(pool);
   }
 
   async ping(): Promise<void> {

@@ -8,6 +8,7 @@ import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
 import { SqliteTokenStore } from './tokens-store.sqlite.js';
+import { SqliteTransfer } from './transfer.sqlite.js';
 
 /**
  * Kysely's SQLite migrator takes no lock across processes, and two servers
@@ -35,6 +36,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly plants: SqlitePlantStore;
   readonly tokens: SqliteTokenStore;
+  readonly transfer: SqliteTransfer;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
 
@@ -46,6 +48,7 @@ export class SqliteStore implements Store {
     this.#writer = new WriterThread(options, () => changes.bump());
     this.plants = new SqlitePlantStore(db, this.#writer, changes);
     this.tokens = new SqliteTokenStore(db);
+    this.transfer = new SqliteTransfer(db);
     this.#ping = db.prepare('SELECT 1');
   }
 

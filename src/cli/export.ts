@@ -1,0 +1,36 @@
+import { once } from 'node:events';
+import { writeDump } from '../backup/dump.js';
+import { loadConfig } from '../config.js';
+import { openStore } from '../store/open-store.js';
+import { settingFlags, type Command } from './args.js';
+
+export const exportCommand: Command = {
+  name: 'export',
+  usage: 'export [--db PATH_OR_URL] > dump.ndjson',
+  summary:
+    'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
+  settings: ['db'],
+  async run(ctx, values) {
+    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+      mustExist: true,
+    });
+    try {
+      let reported = Date.now();
+      const done = await writeDump(
+        store,
+        async (line) => {
+          if (!ctx.stdout.write(line)) await once(ctx.stdout, 'drain');
+        },
+        (p) => {
+          if (Date.now() - reported < 1000) return;
+          reported = Date.now();
+          ctx.stderr.write(`export: ${p.tokens} tokens, ${p.plants} plants so far\n`);
+        },
+      );
+      ctx.stderr.write(`export: ${done.tokens} tokens and ${done.plants} plants written\n`);
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

@@ -1,0 +1,81 @@
+import type Database from 'better-sqlite3';
+import type { PlantDump, Scope, StoreTransfer, TokenDump } from '../store.js';
+
+const BATCH = 1000;
+
+interface TokenRow {
+  id: string;
+  hash: Buffer;
+  owner: string;
+  scopes: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+type PlantRow = [owner: string, seq: bigint, id: bigint, name: string, tag: string | null];
+
+export class SqliteTransfer implements StoreTransfer {
+  constructor(private readonly db: Database.Database) {}
+
+  async *tokens(): AsyncIterable<TokenDump> {
+    const rows = this.db
+      .prepare<[], TokenRow>(
+        'SELECT id, hash, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
+      )
+      .all();
+    for (const r of rows) {
+      yield {
+        id: r.id,
+        hash: r.hash,
+        owner: r.owner,
+        scopes: r.scopes.split(' ') as Scope[],
+        createdAt: new Date(r.created_at),
+        expiresAt: r.expires_at === null ? undefined : new Date(r.expires_at),
+        revokedAt: r.revoked_at === null ? undefined : new Date(r.revoked_at),
+      };
+    }
+  }
+
+  async *plants(): AsyncIterable<PlantDump> {
+    // Keyset over the (owner, seq) index: each batch is one short read, so
+    // an export never holds a read transaction (and the WAL) for long.
+    const page = this.db
+      .prepare<[string, bigint, number]>(
+        'SELECT owner, seq, id, name, tag FROM plants WHERE (owner, seq) > (?, ?) ORDER BY owner, seq LIMIT ?',
+      )
+      .raw(true)
+      .safeIntegers(true);
+    let after: [string, bigint] = ['', -1n];
+    for (;;) {
+      const rows = page.all(after[0], after[1], BATCH) as PlantRow[];
+      for (const [owner, , id, name, tag] of rows)
+        yield { owner, plant: tag === null ? { id, name } : { id, name, tag } };
+      if (rows.length < BATCH) return;
+      const last = rows[rows.length - 1]!;
+      after = [last[0], last[1]];
+    }
+  }
+
+  async importTokens(tokens: readonly TokenDump[]): Promise<number> {
+    // Without a conflict target, DO NOTHING covers both the id and the hash.
+    const insert = this.db.prepare(
+      'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    );
+    let n = 0;
+    this.db.transaction(() => {
+      for (const t of tokens) {
+        n += insert.run(
+          t.id,
+          t.hash,
+          t.owner,
+          t.scopes.join(' '),
+          t.createdAt.getTime(),
+          t.expiresAt?.getTime() ?? null,
+          t.revokedAt?.getTime() ?? null,
+        ).changes;
+      }
+    })();
+    return n;
+  }
+}
