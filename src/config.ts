@@ -63,6 +63,36 @@ export const SETTINGS = {
     kind: 'int',
     help: 'PostgreSQL statement timeout in milliseconds',
   },
+  'jwks-url': {
+    env: 'PLANTS_JWKS_URL',
+    default: '',
+    kind: 'string',
+    help: 'accept JWT access tokens signed by the keys of this JWKS URL (needs --jwt-issuer and --jwt-audience)',
+  },
+  'oidc-issuer': {
+    env: 'PLANTS_OIDC_ISSUER',
+    default: '',
+    kind: 'string',
+    help: 'accept JWT access tokens of this OpenID Connect issuer; its JWKS URL is discovered (instead of --jwks-url)',
+  },
+  'jwt-issuer': {
+    env: 'PLANTS_JWT_ISSUER',
+    default: '',
+    kind: 'string',
+    help: 'the iss claim a JWT must carry (required with JWTs)',
+  },
+  'jwt-audience': {
+    env: 'PLANTS_JWT_AUDIENCE',
+    default: '',
+    kind: 'string',
+    help: 'the aud claim a JWT must carry (required with JWTs)',
+  },
+  'jwt-owner-claim': {
+    env: 'PLANTS_JWT_OWNER_CLAIM',
+    default: 'sub',
+    kind: 'string',
+    help: 'the JWT claim that names the owner',
+  },
 } as const satisfies Record<string, { env: string; default: string; kind: 'string' | 'int' | 'workers'; help: string }>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -87,6 +117,13 @@ const ConfigSchema = Type.Object({
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
   pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
+  jwksUrl: Type.Optional(Type.String({ minLength: 1 })),
+  oidcIssuer: Type.Optional(Type.String({ minLength: 1 })),
+  jwtIssuer: Type.Optional(Type.String({ minLength: 1 })),
+  jwtAudience: Type.Optional(Type.String({ minLength: 1 })),
+  jwtOwnerClaim: Type.String({ minLength: 1, maxLength: 256 }),
+  /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
+  jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -129,17 +166,20 @@ function readValue(name: SettingName, raw: string, source: Source): string | num
 export function loadConfig(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
-  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs'>> = {},
+  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs'>> = {},
   only: readonly SettingName[] = ALL_SETTINGS,
 ): Readonly<Config> {
-  const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, ...extra };
+  const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
   const sources = new Map<SettingName, Source>();
   for (const name of ALL_SETTINGS) {
     const flag = only.includes(name) ? flags[name] : undefined;
     const fromEnv = only.includes(name) ? env[SETTINGS[name].env] : undefined;
     const source: Source = flag !== undefined ? 'flag' : fromEnv !== undefined ? 'env' : 'default';
     sources.set(name, source);
-    out[camel(name)] = readValue(name, flag ?? fromEnv ?? SETTINGS[name].default, source);
+    const raw = flag ?? fromEnv ?? SETTINGS[name].default;
+    // A setting without a default is unset when empty (PLANTS_JWKS_URL= in a compose file).
+    if (raw === '' && SETTINGS[name].default === '') continue;
+    out[camel(name)] = readValue(name, raw, source);
   }
   const label = (key: string): string => {
     const name = kebab(key);
@@ -157,7 +197,60 @@ export function loadConfig(
       `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,
     );
   }
+  checkJwtSettings(config, label);
   return Object.freeze(config);
+}
+
+/** JWTs are accepted when a key source is set; then issuer and audience must be pinned too. */
+function checkJwtSettings(config: Config, label: (key: string) => string): void {
+  if (config.jwksUrl !== undefined && config.oidcIssuer !== undefined) {
+    throw new ConfigError(
+      `set either ${label('jwksUrl')} or ${label('oidcIssuer')}, not both: the OIDC issuer's discovery document names its JWKS URL`,
+    );
+  }
+  for (const key of ['jwksUrl', 'oidcIssuer'] as const) {
+    const value = config[key];
+    if (value !== undefined && !isHttpUrl(value)) {
+      throw new ConfigError(`${label(key)} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+    }
+  }
+  const source = config.jwksUrl !== undefined ? 'jwksUrl' : config.oidcIssuer !== undefined ? 'oidcIssuer' : undefined;
+  if (source === undefined) {
+    const stray = (['jwtIssuer', 'jwtAudience'] as const).find((key) => config[key] !== undefined);
+    if (stray) {
+      throw new ConfigError(
+        `${label(stray)} is set but JWTs are off: also set ${named('jwksUrl')} or ${named('oidcIssuer')}`,
+      );
+    }
+    return;
+  }
+  const missing = (['jwtIssuer', 'jwtAudience'] as const).filter((key) => config[key] === undefined);
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `${label(source)} turns on JWT access tokens, which also needs ${missing.map(named).join(' and ')}: ` +
+        'tokens are accepted only from the issuer (iss) and for the audience (aud) you name',
+    );
+  }
+}
+
+/** "--jwt-issuer (PLANTS_JWT_ISSUER)": both ways to give a setting that is missing. */
+function named(key: string): string {
+  const name = kebab(key) as SettingName;
+  return `--${name} (${SETTINGS[name].env})`;
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || url.protocol === 'http:';
+  } catch {
+    return false;
+  }
+}
+
+/** Whether bearer JWTs are accepted (a JWKS URL or an OIDC issuer is configured). */
+export function jwtEnabled(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): boolean {
+  return config.jwksUrl !== undefined || config.oidcIssuer !== undefined;
 }
 
 export function isPostgresUrl(db: string): boolean {

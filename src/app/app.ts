@@ -3,8 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { bearerAuth } from '../auth/bearer.js';
+import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
-import type { Config } from '../config.js';
+import { jwtEnabled, type Config } from '../config.js';
 import { healthRoutes } from '../routes/health.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
@@ -123,6 +124,11 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  const jwt = jwtEnabled(config) ? new JwtVerifier(config, app.log) : undefined;
+  if (jwt) {
+    jwt.start();
+    app.addHook('onClose', async () => jwt.close());
+  }
   const addMethodNotAllowed = trackMethods(app);
   app.decorateRequest('principal', null as never);
   await app.register(plantRoutes, {
@@ -130,9 +136,9 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     listDefaultLimit: config.listDefaultLimit,
     listMaxLimit: config.listMaxLimit,
     listCacheBytes: config.listCacheBytes,
-    authenticate: bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs)),
+    authenticate: bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs), jwt),
   });
-  await app.register(healthRoutes, { store });
+  await app.register(healthRoutes, { store, jwks: jwt });
   await app.register(openapiRoute);
   addMethodNotAllowed();
   return app;

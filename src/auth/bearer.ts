@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { errors } from '../http/errors.js';
 import type { Scope, TokenRecord } from '../store/store.js';
-import { looksLikeToken } from './tokens.js';
+import { JwtRejection, type JwtVerifier } from './jwt.js';
+import { TOKEN_PREFIX, looksLikeToken } from './tokens.js';
 import { NOT_CACHED, type TokenCache } from './token-cache.js';
 
 export interface Principal {
@@ -31,8 +32,12 @@ export type Authenticate = (scope: Scope) => onRequestHookHandler;
  * Route-level onRequest hooks: they run before the body is read, so a request
  * without valid credentials is answered 401 whatever it carries. A token the
  * cache knows is checked without a promise or a store call.
+ *
+ * With `jwt`, a bearer token that is not one of ours (no plnt_ prefix) is
+ * taken for a JWT; the owner and scopes it carries are checked exactly like
+ * an opaque token's.
  */
-export function bearerAuth(cache: TokenCache): Authenticate {
+export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
   const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
     if (!record) return errors.invalidToken('unknown token');
     if (record.revokedAt) return errors.invalidToken('token revoked');
@@ -50,9 +55,38 @@ export function bearerAuth(cache: TokenCache): Authenticate {
       if (countAuthorization(request.raw.rawHeaders) > 1)
         return done(errors.invalidToken('more than one Authorization header'));
       const token = BEARER.exec(header)?.[1];
-      if (!token || !looksLikeToken(token)) return done(errors.invalidToken('malformed token'));
+      if (!token) return done(errors.invalidToken('malformed token'));
+      if (!looksLikeToken(token)) {
+        if (jwt && !token.startsWith(TOKEN_PREFIX)) return checkJwt(jwt, request, scope, token, done);
+        return done(errors.invalidToken('malformed token'));
+      }
       const cached = cache.cached(token);
       if (cached !== NOT_CACHED) return done(check(request, scope, cached));
       cache.lookup(token).then((record) => done(check(request, scope, record)), done);
     };
+}
+
+function checkJwt(
+  jwt: JwtVerifier,
+  request: FastifyRequest,
+  scope: Scope,
+  token: string,
+  done: HookHandlerDoneFunction,
+): void {
+  const allow = (principal: Principal): Error | undefined => {
+    if (!principal.scopes.includes(scope)) return errors.insufficientScope(scope);
+    request.principal = principal;
+    return undefined;
+  };
+  const cached = jwt.cached(token);
+  if (cached) return done(allow(cached));
+  jwt.verify(token).then(
+    (principal) => done(allow(principal)),
+    (error: unknown) => {
+      if (!(error instanceof JwtRejection)) return done(error as Error);
+      // The reason, never the token.
+      request.log.info({ reqId: request.id, jwt: error.detail }, 'bearer JWT refused');
+      done(errors.invalidToken(error.reason));
+    },
+  );
 }

@@ -5,7 +5,9 @@ import { SCOPES, type Scope, type TokenRecord, type TokenStore } from '../store/
 // bytes give 256 bits of entropy, so a fast hash is enough to store them.
 export const TOKEN_PREFIX = 'plnt_';
 const TOKEN_SHAPE = /^plnt_[A-Za-z0-9_-]{43}$/;
-export const OWNER_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+// "|" because identity providers put it in subjects (Auth0: "auth0|5f7c…"),
+// and a JWT's owner must also be one an opaque token can have.
+export const OWNER_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._@|-]{0,127}$/;
 
 export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
@@ -16,7 +18,7 @@ export function looksLikeToken(value: string): boolean {
 }
 
 const OWNER_RULE =
-  'owner must be 1 to 64 characters of letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
+  'owner must be 1 to 128 characters of letters, digits, ".", "_", "@", "|" or "-", starting with a letter or digit';
 
 /** Thrown for an owner name OWNER_SHAPE refuses; the CLI turns it into a usage error. */
 export class InvalidOwnerError extends Error {

@@ -39,7 +39,7 @@ export function helpText(cmd: Command): string {
     const s = SETTINGS[name];
     rows.push([
       `--${name} ${name.toUpperCase().replace(/-/g, '_')}`,
-      `${s.help} (env ${s.env}; default: ${s.default})`,
+      `${s.help} (env ${s.env}${s.default === '' ? '' : `; default: ${s.default}`})`,
     ]);
   }
   rows.push(['-h, --help', 'show this help']);

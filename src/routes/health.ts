@@ -1,11 +1,36 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { errors } from '../http/errors.js';
+import type { JwksStatus } from '../auth/jwks.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { Store } from '../store/store.js';
 
 const Status = Type.Object({ status: Type.String() }, { additionalProperties: false });
 
-export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+const Readiness = Type.Object(
+  {
+    status: Type.String(),
+    jwks: Type.Optional(
+      Type.Object(
+        {
+          keys: Type.Integer({ description: 'Signing keys in the set last fetched' }),
+          fetchedAt: Type.String({ format: 'date-time', description: 'When the key set was last fetched' }),
+          stale: Type.Boolean({ description: 'The last fetch failed; the keys fetched before are still used' }),
+        },
+        { additionalProperties: false, description: 'Present when JWT access tokens are accepted' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export interface HealthOptions {
+  store: Store;
+  /** The JWT signing keys, when JWTs are accepted. */
+  jwks?: { status(): JwksStatus } | undefined;
+}
+
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { store, jwks }) => {
   app.get(
     '/healthz',
     {
@@ -24,14 +49,20 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { 
     {
       schema: {
         operationId: 'readiness',
-        summary: 'Readiness: the store answers',
+        summary: 'Readiness: the store answers and, with JWTs on, the signing keys were fetched',
         tags: ['health'],
-        response: { 200: { ...Status, description: 'Ready' }, ...errorResponses(500, 503) },
+        response: { 200: { ...Readiness, description: 'Ready' }, ...errorResponses(500, 503) },
       },
     },
     async () => {
       await store.ping();
-      return { status: 'ready' };
+      if (!jwks) return { status: 'ready' };
+      // Not ready until the keys were fetched once: a JWT sent here before
+      // would get a 401, which clients do not retry. Once fetched, an issuer
+      // outage keeps the instance ready: the keys it has keep working.
+      const { ready, keys, fetchedAt, stale } = jwks.status();
+      if (!ready) throw errors.unavailable('the JWT signing keys have not been fetched from the issuer yet');
+      return { status: 'ready', jwks: { keys, fetchedAt, stale } };
     },
   );
 };
