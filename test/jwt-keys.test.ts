@@ -104,6 +104,27 @@ describeEachStore('JWT signing keys', (fx) => {
   describe('with a short cooldown', () => {
     const fast = { jwksCooldownMs: 200 };
 
+    it('a flood of unknown kids spread over several cooldowns: at most one JWKS fetch per cooldown', async (t) => {
+      const { issuer, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, jwksCooldownMs: 500 }));
+      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      const unknown = await issuer.addKey('ES256', { publish: false });
+      const tokens = await Promise.all(
+        Array.from({ length: 50 }, () => issuer.sign(unknown, 'flood', {}, { kid: randomBytes(8).toString('hex') })),
+      );
+      const before = issuer.jwksFetches;
+      const start = Date.now();
+      let sent = 0;
+      while (Date.now() - start < 2000) {
+        const answers = await Promise.all(tokens.map((token) => h.list(token)));
+        for (const res of answers) expectRefused(res, /signing key/);
+        sent += answers.length;
+      }
+      const fetches = issuer.jwksFetches - before;
+      t.diagnostic(`${sent} requests with unknown kids in ${Date.now() - start} ms: ${fetches} JWKS fetches`);
+      assert.ok(fetches >= 1, 'an unknown kid makes the server look again');
+      assert.ok(fetches <= Math.ceil((Date.now() - start) / 500) + 1, `${fetches} fetches`);
+    });
+
     it('issuer unreachable: keys already known keep working, /readyz stays 200 and says stale', async () => {
       const { issuer, kid, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, ...fast }));
       await eventually(() => isOk(h.readyz()), 10_000, 50);
