@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type KeyInput } from 'jose';
 import type { Config } from '../config.js';
@@ -54,6 +54,7 @@ export class JwtVerifier {
   readonly #ownerClaim: string;
   readonly #verified = new Map<string, Verified>();
   readonly #maxCached: number;
+  #sweptAt = 0;
 
   constructor(
     config: Pick<Config, 'jwksUrl' | 'oidcIssuer' | 'jwtIssuer' | 'jwtAudience' | 'jwtOwnerClaim' | 'jwksCooldownMs'>,
@@ -148,22 +149,24 @@ export class JwtVerifier {
   #remember(token: string, principal: JwtPrincipal, until: number): void {
     if (until <= Date.now()) return;
     if (this.#verified.size >= this.#maxCached) {
-      this.#dropExpired();
-      // Still full: drop the oldest entry (Map iterates in insertion order).
+      // A sweep walks the whole map: at most once a second.
+      const now = Date.now();
+      if (now - this.#sweptAt >= 1000) {
+        this.#sweptAt = now;
+        for (const [key, entry] of this.#verified) if (entry.until <= now) this.#verified.delete(key);
+      }
+      // Still full: drop the oldest entry (a Map iterates in insertion order).
       if (this.#verified.size >= this.#maxCached) this.#verified.delete(this.#verified.keys().next().value!);
     }
     this.#verified.set(cacheKey(token), { principal, until });
   }
-
-  #dropExpired(): void {
-    const now = Date.now();
-    for (const [key, entry] of this.#verified) if (entry.until <= now) this.#verified.delete(key);
-  }
 }
 
-function cacheKey(token: string): string {
-  return createHash('sha256').update(token).digest('base64');
-}
+// crypto.hash (Node 20.12+) is about twice as fast as createHash for one short input.
+const cacheKey: (token: string) => string =
+  typeof crypto.hash === 'function'
+    ? (token) => crypto.hash('sha256', token, 'base64')
+    : (token) => crypto.createHash('sha256').update(token).digest('base64');
 
 /** Scopes from `scope` (space-separated, RFC 8693/9068) and `scp` (an array, or a string as Entra ID sends it). */
 function scopesOf(payload: JWTPayload): Scope[] {
