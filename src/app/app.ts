@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
@@ -9,13 +8,12 @@ import { jwtEnabled, type Config } from '../config.js';
 import { healthRoutes } from '../routes/health.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
-import { ErrorBody } from '../schemas/error.js';
-import { NewPlant, Plant } from '../schemas/plant.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { errors } from '../http/errors.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLine } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
@@ -106,23 +104,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   }
   refuseEarly(app, config.bodyLimit);
 
-  for (const schema of [ErrorBody, Plant, NewPlant]) app.addSchema(schema);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Plant Store',
-        version: '1.0.0',
-        description:
-          'Create, list and delete plants. Every plant operation needs a bearer token; each token belongs to an owner, who sees only their own plants.',
-      },
-      components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'plnt_ opaque token' } },
-      },
-      tags: [{ name: 'plants' }, { name: 'health' }],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  });
+  await registerOpenApi(app);
 
   const jwt = jwtEnabled(config) ? new JwtVerifier(config, app.log) : undefined;
   if (jwt) {

@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import type { FastifySchemaCompiler } from 'fastify';
-import { isInt64Schema } from '../schemas/int64.js';
+import { isInt64Schema, parseInt64Text } from '../schemas/int64.js';
 
 // Validation with TypeBox's compiler instead of Ajv: it knows bigint, which
 // exact int64 ids need. Messages come from each schema's x-error-message, so
@@ -18,11 +18,34 @@ function coerce(schema: TSchema, input: unknown): unknown {
   const out: Record<string, unknown> = { ...(input as Record<string, unknown>) };
   for (const [key, prop] of Object.entries(schema.properties as Record<string, TSchema>)) {
     const v = out[key];
-    if (typeof v !== 'string' || !INTEGER_TEXT.test(v)) continue;
-    if (isInt64Schema(prop)) out[key] = BigInt(v);
-    else if (prop.type === 'integer') out[key] = Number(v);
+    if (typeof v !== 'string') continue;
+    if (isInt64Schema(prop)) out[key] = parseInt64Text(v) ?? v;
+    else if (prop.type === 'integer' && INTEGER_TEXT.test(v)) out[key] = Number(v);
   }
   return out;
+}
+
+/**
+ * A body's int64 properties may be JSON strings of decimal digits (clients
+ * whose numbers are doubles send them so): they become bigint, to be checked
+ * exactly like an integer literal. The keys are found once, when compiling.
+ */
+function int64TextConverter(schema: TSchema): ((input: unknown) => unknown) | undefined {
+  const keys = Object.entries((schema.properties ?? {}) as Record<string, TSchema>)
+    .filter(([, prop]) => isInt64Schema(prop))
+    .map(([key]) => key);
+  if (keys.length === 0) return undefined;
+  return (input) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+    let out = input as Record<string, unknown>;
+    for (const key of keys) {
+      const v = out[key];
+      if (typeof v !== 'string' || !Object.hasOwn(out, key)) continue;
+      const n = parseInt64Text(v);
+      if (n !== undefined) out = { ...out, [key]: n };
+    }
+    return out;
+  };
 }
 
 function describe(error: ValueError, part: Part, root: TSchema): string {
@@ -51,9 +74,14 @@ export class RequestValidationError extends Error {
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = TypeCompiler.Compile(schema);
   const part = (httpPart ?? 'body') as Part;
-  const convert = part === 'querystring' || part === 'params';
+  const convert =
+    part === 'querystring' || part === 'params'
+      ? (input: unknown) => coerce(schema, input)
+      : part === 'body'
+        ? int64TextConverter(schema)
+        : undefined;
   return (input: unknown) => {
-    const value = convert ? coerce(schema, input) : input;
+    const value = convert ? convert(input) : input;
     if (check.Check(value)) return { value };
     const messages = new Set<string>();
     const reported = new Set<string>();

@@ -37,7 +37,10 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { sto
       schema: {
         operationId: 'liveness',
         summary: 'Liveness: the process is serving requests',
+        description:
+          'Answers 200 while the process serves requests, whether or not the store answers. No token needed.',
         tags: ['health'],
+        security: [],
         response: { 200: { ...Status, description: 'Alive' } },
       },
     },
@@ -50,7 +53,10 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { sto
       schema: {
         operationId: 'readiness',
         summary: 'Readiness: the store answers and, with JWTs on, the signing keys were fetched',
+        description:
+          'Answers 200 while the store answers a query (and, when JWT access tokens are accepted, once the signing keys were fetched from the issuer), 503 otherwise. No token needed.',
         tags: ['health'],
+        security: [],
         response: { 200: { ...Readiness, description: 'Ready' }, ...errorResponses(500, 503) },
       },
     },

@@ -34,7 +34,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         operationId: 'createPlant',
         summary: 'Create a plant',
         description:
-          "Stores a plant for the token's owner. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409.",
+          "Stores a plant for the token's owner and answers with its name and tag. The id may be a JSON integer or a string of decimal digits; send the string form from JavaScript, whose numbers round integers above 2^53. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409. Needs the plants:write scope.",
         tags: ['plants'],
         security,
         body: NewPlant,
@@ -61,7 +61,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
       schema: {
         operationId: 'listPlants',
         summary: 'List plants',
-        description: `The caller's plants in insertion order, at most \`limit\` (default ${listDefaultLimit}, at most ${listMaxLimit}). When more remain, a \`Link: <...>; rel="next"\` header gives the URL of the next page.`,
+        description: `The caller's plants in insertion order, at most \`limit\` (default ${listDefaultLimit}, at most ${listMaxLimit}). When more remain, a \`Link: <...>; rel="next"\` header gives the URL of the next page. Needs the plants:read scope.`,
         tags: ['plants'],
         security,
         querystring: ListQuery,
@@ -98,6 +98,8 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
       schema: {
         operationId: 'deletePlant',
         summary: 'Delete a plant',
+        description:
+          "Deletes the caller's plant with this id and answers 204 with no body. An id the caller does not have, including another owner's, is a 404. Needs the plants:write scope.",
         tags: ['plants'],
         security,
         params: PlantIdParams,

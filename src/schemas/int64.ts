@@ -3,13 +3,39 @@ import { Kind, Type, TypeRegistry, type TUnsafe } from '@sinclair/typebox';
 export const INT64_MIN = -(2n ** 63n);
 export const INT64_MAX = 2n ** 63n - 1n;
 
+/**
+ * An int64 written as text: in a path, or as a JSON string for clients whose
+ * numbers are doubles. Optional minus, 1 to 20 decimal digits; leading zeros
+ * are allowed (007 is 7). No plus sign, spaces, fraction, exponent or hex.
+ */
+export const INT64_TEXT_PATTERN = '^-?[0-9]{1,20}$';
+const INT64_TEXT = new RegExp(INT64_TEXT_PATTERN);
+
+/** The bigint an int64 text stands for (range not checked: the Int64 kind does that), or undefined if it is not one. */
+export function parseInt64Text(text: string): bigint | undefined {
+  return INT64_TEXT.test(text) ? BigInt(text) : undefined;
+}
+
 // JSON numbers past 2^53 lose precision as JavaScript numbers, so int64 values
-// travel as bigint: the JSON body parser and the path/query coercion produce
-// bigint for every integer literal, and this kind accepts only bigint in range.
+// travel as bigint: the JSON body parser turns integer literals into bigint,
+// request validation turns int64 text (path, query, string ids) into bigint,
+// and this kind accepts only bigint in range.
 TypeRegistry.Set('Int64', (_schema, value) => typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX);
 
+/**
+ * An int64 that may be sent as a JSON integer or as a decimal string. The
+ * document says both (oneOf), so generated clients let callers pass a string
+ * and keep every digit.
+ */
 export function Int64(options: { description?: string; 'x-error-message'?: string } = {}): TUnsafe<bigint> {
-  return Type.Unsafe<bigint>({ [Kind]: 'Int64', type: 'integer', format: 'int64', ...options });
+  return Type.Unsafe<bigint>({
+    [Kind]: 'Int64',
+    oneOf: [
+      { type: 'integer', format: 'int64' },
+      { type: 'string', pattern: INT64_TEXT_PATTERN, examples: ['9007199254740993'] },
+    ],
+    ...options,
+  });
 }
 
 export function isInt64Schema(schema: unknown): boolean {

@@ -20,26 +20,43 @@ const tag = Text({
   'x-error-message': `tag must be a string of at most ${TAG_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
 });
 
-export const Plant = Type.Object(
-  { name, tag: Type.Optional(tag) },
-  { $id: 'Plant', title: 'Plant', additionalProperties: false },
-);
+const plantFields = { name, tag: Type.Optional(tag) };
+
+// Open, as in the interface's seed, so that NewPlant can be "every field of
+// Plant plus id" (allOf). Serialization writes only name and tag regardless.
+export const Plant = Type.Object(plantFields, {
+  $id: 'Plant',
+  title: 'Plant',
+  description: 'A plant as the service returns it: its name and tag, never its id',
+});
 export type Plant = Static<typeof Plant>;
 
+const ID_DESCRIPTION =
+  'Identification number of the plant, unique per owner: an int64 (-2^63 to 2^63-1), sent as a JSON integer or as a ' +
+  'string of decimal digits. Send the string form ("9007199254740993") from languages whose numbers are doubles, ' +
+  'such as JavaScript: they round integers above 2^53 before the request is sent, which the service cannot detect.';
+
+const id = Int64({ description: ID_DESCRIPTION, 'x-error-message': idMessage });
+
+/** The create body as validated: the id and every field of Plant, nothing else. */
 export const NewPlant = Type.Object(
-  {
-    id: Int64({ description: 'Identification number of the plant, unique per owner', 'x-error-message': idMessage }),
-    name,
-    tag: Type.Optional(tag),
-  },
-  {
-    $id: 'NewPlant',
-    title: 'NewPlant',
-    additionalProperties: false,
-    'x-error-message': 'request body must be a JSON object',
-  },
+  { id, ...plantFields },
+  { additionalProperties: false, 'x-error-message': 'request body must be a JSON object' },
 );
 export type NewPlant = Static<typeof NewPlant>;
+
+/**
+ * NewPlant as the OpenAPI document shows it, the seed's way: allOf Plant and
+ * id, closed to other properties. The OpenAPI tests check that it accepts
+ * exactly the bodies NewPlant accepts.
+ */
+export const NewPlantComponent = Type.Unsafe<NewPlant>({
+  $id: 'NewPlant',
+  title: 'NewPlant',
+  description: 'A plant to create: every field of Plant plus its id',
+  allOf: [Type.Ref(Plant), Type.Object({ id })],
+  unevaluatedProperties: false,
+});
 
 export const PlantList = Type.Array(Type.Ref(Plant));
 
@@ -68,7 +85,14 @@ export const ListQuery = Type.Object(
 export type ListQuery = Static<typeof ListQuery>;
 
 export const PlantIdParams = Type.Object(
-  { id: Int64({ description: 'Identification number of the plant', 'x-error-message': idMessage }) },
+  {
+    id: Int64({
+      description:
+        "Identification number of the plant: an int64 in decimal. Build the path from the id's text, not from a " +
+        'JavaScript number, which rounds integers above 2^53.',
+      'x-error-message': idMessage,
+    }),
+  },
   { additionalProperties: false },
 );
 export type PlantIdParams = Static<typeof PlantIdParams>;
