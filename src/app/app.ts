@@ -5,6 +5,7 @@ import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
 import { jwtEnabled, type Config } from '../config.js';
+import { docsRoutes } from '../routes/docs.js';
 import { healthRoutes } from '../routes/health.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
@@ -122,6 +123,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   });
   await app.register(healthRoutes, { store, jwks: jwt });
   await app.register(openapiRoute);
+  await app.register(docsRoutes);
   addMethodNotAllowed();
   return app;
 }

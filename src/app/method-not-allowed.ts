@@ -19,8 +19,10 @@ export function trackMethods(app: FastifyInstance): () => void {
   return () =>
     app.register(async (scope) => {
       for (const [url, set] of allowed) {
-        const allow = METHODS.filter((m) => set.has(m));
-        const others = METHODS.filter((m) => !set.has(m));
+        // Fastify adds the trailing-slash twin of a plugin's "/" route (GET /docs/) without an onRoute call.
+        const exists = (m: HTTPMethods) => set.has(m) || scope.hasRoute({ method: m, url });
+        const allow = METHODS.filter(exists);
+        const others = METHODS.filter((m) => !exists(m));
         if (others.length === 0) continue;
         const path = url.replace(/:(\w+)/g, '{$1}');
         scope.route({
