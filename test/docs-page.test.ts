@@ -68,6 +68,7 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
       assert.match(String(res.headers.get('content-type')), /^text\/html/);
       assert.equal(res.headers.get('content-security-policy'), DOCS_CSP);
       assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(res.headers.get('cache-control'), 'no-store');
       const html = await res.text();
       assert.doesNotMatch(html, /(?:src|href)="(?:https?:)?\/\//, 'every asset is loaded from this server');
       for (const asset of html.match(/(?:src|href)="([^"]+)"/g) ?? []) {
@@ -75,6 +76,12 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
         const assetRes = await fetch(new URL(path, `${base}/docs`));
         assert.equal(assetRes.status, 200, path);
         assert.equal(assetRes.headers.get('content-security-policy'), DOCS_CSP, path);
+        // Files from the package are revalidated with their ETag; generated ones are not stored.
+        const cache = assetRes.headers.get('cache-control');
+        assert.ok(
+          cache === 'no-store' || (cache === 'public, max-age=0' && assetRes.headers.get('etag')),
+          `${path}: Cache-Control ${cache}`,
+        );
         await assetRes.arrayBuffer();
       }
     });
