@@ -36,8 +36,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
-            bearerFormat: 'plnt_ opaque token',
-            description: 'A token made with `plant-store token create`; it is shown once, when it is created.',
+            bearerFormat: 'plnt_ opaque token, or JWT',
+            description:
+              'An opaque token made with `plant-store token create` (shown once, when it is created) or, when the ' +
+              'server accepts them, a JWT access token from its OpenID Connect issuer.',
           },
         },
       },
