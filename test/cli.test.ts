@@ -414,6 +414,40 @@ describeEachStore('plant-store serve', (fx) => {
     },
   );
 
+  it('logs which store it uses, without a password; with no usable token it says how to make one', LIMIT, async () => {
+    // A password in the URL (PostgreSQL here trusts, so any password works).
+    const db = fx.kind === 'postgres' ? fx.db.replace('postgres@', 'postgres:s3cret-pw@') : fx.db;
+    const token = await cliToken(db, 'soon-revoked');
+    const revoked = await runCli(['token', 'revoke', token, '--db', db]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    const rows = await listJson(db);
+    for (const row of rows.filter((r) => r.revoked === null)) {
+      assert.equal((await runCli(['token', 'revoke', row.id, '--db', db])).code, 0);
+    }
+
+    const server = await startServer(serveArgs(db));
+    server.kill('SIGTERM');
+    assert.equal((await server.waitExit()).code, 0);
+    const lines = server.logLines();
+    const storeLine = lines.find((l) => String(l.msg).startsWith('store: '));
+    assert.ok(storeLine, `a store line:\n${server.stdout}`);
+    if (fx.kind === 'sqlite') {
+      assert.equal(storeLine.msg, `store: SQLite file ${fx.db}`);
+    } else {
+      const url = new URL(fx.db);
+      assert.equal(
+        storeLine.msg,
+        `store: PostgreSQL database "${url.pathname.slice(1)}" on ${url.hostname}:${url.port || 5432} as user "postgres"`,
+      );
+    }
+    assert.ok(!server.stdout.includes('s3cret-pw') && !server.stderr.includes('s3cret-pw'), 'no password');
+    const hint = lines.find((l) => /no usable token/.test(String(l.msg)));
+    assert.ok(hint, `a hint when no token is usable:\n${server.stdout}`);
+    assert.equal(hint.level, 40, 'at warn');
+    assert.match(String(hint.msg), /plant-store token create --owner NAME/);
+    assert.doesNotMatch(server.stderr, TOKEN_ANYWHERE, "no new token is made behind the operator's back");
+  });
+
   it('reads HOST and PORT from the environment, and flags win over HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
     const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {

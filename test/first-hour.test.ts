@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { useApp } from './helpers/app.js';
 import { runCliInProcess as cli } from './helpers/cli.js';
 import { runCli as spawnCli, useProcessCleanup, type CliResult } from './helpers/server.js';
-import { PG_URL, describeOnStore, withDatabase } from './helpers/stores.js';
+import { PG_URL, describeEachStore, describeOnStore, withDatabase } from './helpers/stores.js';
 
 const run = promisify(execFile);
 const LIMIT = { timeout: 30_000 };
@@ -25,6 +26,7 @@ function assertOneLine(r: CliResult, code: number, mention: RegExp, what: string
 }
 
 describe('--db that is not what the operator meant', () => {
+  useProcessCleanup();
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-db-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -188,7 +190,6 @@ describe('PostgreSQL with a wrong password', () => {
 });
 
 describe('enum flags', () => {
-  useProcessCleanup();
   it('name their allowed values', LIMIT, async () => {
     assertOneLine(
       await cli(['serve', '--durability', 'fast']),
@@ -204,3 +205,25 @@ describe('enum flags', () => {
     );
   });
 });
+
+describeEachStore(
+  '401 answers say how to get a token',
+  (fx) => {
+    const h = useApp(fx);
+    it('the same hint whether or not the store has tokens, so it reveals nothing', async () => {
+      const ask = async () => {
+        const missing = await h.request({ method: 'GET', url: '/plants' });
+        const unknown = await h.request({ method: 'GET', url: '/plants', token: `plnt_${'A'.repeat(43)}` });
+        return [missing, unknown].map((r) => {
+          assert.equal(r.statusCode, 401);
+          return (JSON.parse(r.body) as { message: string }).message;
+        });
+      };
+      const before = await ask();
+      for (const message of before) assert.match(message, /plant-store token create --owner NAME/);
+      await h.token('someone');
+      assert.deepEqual(await ask(), before, 'the store now has a token; the answers are the same');
+    });
+  },
+  ['sqlite'],
+);
