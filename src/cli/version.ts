@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 let cached: string | undefined;
 
@@ -8,8 +10,7 @@ let cached: string | undefined;
  * below the package.json that ships with it.
  */
 export function packageVersion(): string {
-  cached ??= (
-    JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
-  ).version;
+  const file = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'package.json');
+  cached ??= (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
   return cached;
 }
