@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
-export const SERVICE_MAIN = here('../src/cli/main.js');
+export const SERVICE_MAIN = here('../src/cli/bin.js');
 export const BASELINE_MAIN = here('./baseline.js');
 export const LOAD_MAIN = here('./load.js');
 /** bench/results in the source tree, next to this file's source. */

@@ -3,6 +3,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { INT32_MAX } from './schemas/plant.js';
 
+export const DURABILITIES = ['full', 'normal'] as const;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 // Every setting: its flag, its environment variable, its default and how to
 // read it. The CLI's help text and the README's table are written from this.
 export const SETTINGS = {
@@ -12,7 +15,7 @@ export const SETTINGS = {
     env: 'DATABASE_URL',
     default: './data/plants.db',
     kind: 'string',
-    help: 'SQLite file path, or a postgres:// URL',
+    help: 'SQLite file path, or a postgres:// or postgresql:// URL',
   },
   workers: {
     env: 'PLANTS_WORKERS',
@@ -23,7 +26,8 @@ export const SETTINGS = {
   durability: {
     env: 'PLANTS_DURABILITY',
     default: 'full',
-    kind: 'string',
+    kind: 'enum',
+    values: DURABILITIES,
     help: 'full: a 2xx write survives power loss; normal: it survives a crash of the process',
   },
   'body-limit': { env: 'PLANTS_BODY_LIMIT', default: '1048576', kind: 'int', help: 'largest request body in bytes' },
@@ -48,8 +52,9 @@ export const SETTINGS = {
   'log-level': {
     env: 'LOG_LEVEL',
     default: 'info',
-    kind: 'string',
-    help: 'fatal, error, warn, info, debug, trace or silent',
+    kind: 'enum',
+    values: LOG_LEVELS,
+    help: 'fatal, error, warn, info, debug, trace or silent (any case)',
   },
   'pg-pool-size': {
     env: 'PLANTS_PG_POOL_SIZE',
@@ -93,7 +98,22 @@ export const SETTINGS = {
     kind: 'string',
     help: 'the JWT claim that names the owner',
   },
-} as const satisfies Record<string, { env: string; default: string; kind: 'string' | 'int' | 'workers'; help: string }>;
+  'cors-origin': {
+    env: 'PLANTS_CORS_ORIGIN',
+    default: 'off',
+    kind: 'string',
+    help: 'origins whose browser pages may call the API: "*", or a comma-separated list such as https://app.example.com; off by default',
+  },
+} as const satisfies Record<
+  string,
+  {
+    env: string;
+    default: string;
+    kind: 'string' | 'int' | 'workers' | 'enum';
+    values?: readonly string[];
+    help: string;
+  }
+>;
 
 export type SettingName = keyof typeof SETTINGS;
 
@@ -107,12 +127,12 @@ const ConfigSchema = Type.Object({
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
   db: Type.String({ minLength: 1 }),
   workers: Type.Integer({ minimum: 1, maximum: 256 }),
-  durability: Type.Union([Type.Literal('full'), Type.Literal('normal')]),
+  durability: Type.Union(DURABILITIES.map((d) => Type.Literal(d))),
   bodyLimit: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
   listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
-  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  logLevel: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
   logPretty: Type.Boolean(),
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
   pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
@@ -124,6 +144,8 @@ const ConfigSchema = Type.Object({
   jwtOwnerClaim: Type.String({ minLength: 1, maxLength: 256 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
   jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
+  /** "off", "*", or origins separated by commas (checked by loadConfig). */
+  corsOrigin: Type.String({ minLength: 1 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -147,8 +169,14 @@ function sourceLabel(name: SettingName, source: Source): string {
 }
 
 function readValue(name: SettingName, raw: string, source: Source): string | number {
-  const setting = SETTINGS[name];
+  const setting: (typeof SETTINGS)[SettingName] = SETTINGS[name];
   if (setting.kind === 'string') return raw;
+  if (setting.kind === 'enum') {
+    const value = raw.toLowerCase();
+    if (!(setting.values as readonly string[]).includes(value))
+      throw new ConfigError(`${sourceLabel(name, source)} must be one of ${setting.values.join(', ')}, got "${raw}"`);
+    return value;
+  }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${sourceLabel(name, source)} must be a whole number, got "${raw}"`);
   return Number(raw);
@@ -192,6 +220,10 @@ export function loadConfig(
     throw new ConfigError(`invalid ${label(key)}: ${err?.message ?? 'bad value'} (got ${JSON.stringify(err?.value)})`);
   }
   const config = out as Config;
+  const dbProblem = checkDb(config.db);
+  if (dbProblem) throw new ConfigError(`${label('db')} ${dbProblem}`);
+  const corsProblem = checkCorsOrigin(config.corsOrigin);
+  if (corsProblem) throw new ConfigError(`${label('corsOrigin')} ${corsProblem}`);
   if (config.listDefaultLimit > config.listMaxLimit) {
     throw new ConfigError(
       `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,
@@ -255,6 +287,48 @@ export function jwtEnabled(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): bool
 
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
+}
+
+/** A URL's password replaced by "***", for messages. */
+export const withoutPassword = (text: string): string => text.replace(/^([^:/]*:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+
+const SUPPORTED_DB_FORMS =
+  'give a SQLite file path (such as ./data/plants.db) or a postgres://user:password@host:5432/database URL (postgresql:// works too)';
+
+/**
+ * Why --db cannot be used, or undefined. Anything that looks like a URL must
+ * be a PostgreSQL one: otherwise a typo (postgres:/host/db, postgresql//host)
+ * or another database's URL (mysql://) would silently become a new SQLite
+ * file while the operator believes the service runs on their database.
+ */
+export function checkDb(db: string): string | undefined {
+  if (isPostgresUrl(db)) {
+    try {
+      new URL(db);
+      return undefined;
+    } catch {
+      return `is not a valid PostgreSQL URL ("${withoutPassword(db)}"); ${SUPPORTED_DB_FORMS}`;
+    }
+  }
+  // A scheme of two letters or more ("C:" is a Windows drive), or postgres
+  // followed by the wrong punctuation.
+  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(db)?.[1];
+  if (scheme !== undefined || db.includes('://') || /^postgres(ql)?(:|\/\/)/i.test(db)) {
+    const what = scheme && !/^postgres(ql)?$/i.test(scheme) ? `a ${scheme}: URL` : 'a malformed PostgreSQL URL';
+    return `looks like ${what} ("${withoutPassword(db)}"), which is not supported; ${SUPPORTED_DB_FORMS}`;
+  }
+  return undefined;
+}
+
+/** Why --cors-origin cannot be used, or undefined. */
+export function checkCorsOrigin(value: string): string | undefined {
+  if (value === 'off' || value === '*') return undefined;
+  for (const origin of value.split(',')) {
+    // What browsers send in Origin: scheme, host and port, no path, no trailing slash.
+    if (!/^https?:\/\/[^/\s,]+$/i.test(origin.trim()))
+      return `must be off, * or origins such as https://app.example.com separated by commas, got "${origin.trim()}" (no path, no trailing slash)`;
+  }
+  return undefined;
 }
 
 /** What the SQLite store needs from the settings. */

@@ -1,7 +1,10 @@
-// The plant-store CLI as a user runs it: real processes, real stores.
+// The plant-store CLI as a user runs it, on real stores. Commands that need no
+// process of their own (token, migrate, help, usage errors) run in-process
+// through main(argv, io); serve runs as a real process, since its tests are
+// about signals, exit codes and what the process prints.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,25 +14,26 @@ import {
   cliToken,
   httpRequest,
   migrateWithCli,
-  runCli,
+  runCli as spawnCli,
   serveArgs,
   startServer,
   tokensIn,
   useProcessCleanup,
   type CliResult,
 } from './helpers/server.js';
+import { runCliInProcess as runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/stores.js';
 
-/** Every test here is bounded; CLI runs take ~0.5 s each, more on a busy machine. */
+/** Every test here is bounded; a served process takes ~1 s to start, more on a busy machine. */
 const LIMIT = { timeout: 30_000 };
 
 interface TokenRow {
   id: string;
   owner: string;
-  scopes: string;
+  scopes: string[];
   created: string;
-  expires: string;
-  revoked: string;
+  expires: string | null;
+  revoked: string | null;
 }
 
 async function listJson(db: string): Promise<TokenRow[]> {
@@ -62,8 +66,6 @@ function assertUsageError(r: CliResult, mention: RegExp, what: string): void {
 }
 
 describe('plant-store help', () => {
-  useProcessCleanup();
-
   it('--help lists every command and exits 0; no command is a usage error', LIMIT, async () => {
     const [help, none, unknown] = await Promise.all([runCli(['--help']), runCli([]), runCli(['frobnicate'])]);
     assert.equal(help.code, 0, help.stderr);
@@ -118,11 +120,55 @@ describe('plant-store help', () => {
     assert.equal(short.code, 0);
     assert.equal(short.stdout, results[0]!.stdout);
   });
+  it('token --help lists the token commands; a bare or unknown token command is a usage error', LIMIT, async () => {
+    const help = await runCli(['token', '--help']);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: plant-store token <command>/);
+    for (const c of ['token create', 'token list', 'token revoke']) assert.ok(help.stdout.includes(c), help.stdout);
+    assert.doesNotMatch(help.stdout, /\bserve\b/, 'only the token commands');
+    assert.equal((await runCli(['token', '-h'])).stdout, help.stdout);
+
+    const bare = await runCli(['token']);
+    assert.equal(bare.code, 2);
+    assert.match(bare.stderr, /"token" needs a command/);
+    assert.match(bare.stderr, /token create/);
+    const unknown = await runCli(['token', 'frobnicate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown command "token frobnicate"/);
+
+    const viaHelp = await runCli(['help', 'token', 'create']);
+    assert.equal(viaHelp.code, 0);
+    assert.equal(viaHelp.stdout, (await runCli(['token', 'create', '--help'])).stdout);
+  });
+
+  it('--version prints the version in package.json', LIMIT, async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const r = await runCli(['--version']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${version}\n`);
+    assert.match((await runCli(['--help'])).stdout, /--version/);
+  });
+
+  it('the executable (package.json "bin") runs the command line and exits with its code', LIMIT, async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+      bin: Record<string, string>;
+      scripts: Record<string, string>;
+    };
+    assert.equal(pkg.bin['plant-store'], 'dist/src/cli/bin.js');
+    assert.match(pkg.scripts.start!, /^node dist\/src\/cli\/bin\.js serve\b/);
+    const bin = readFileSync(new URL('../../dist/src/cli/bin.js', import.meta.url), 'utf8');
+    assert.ok(bin.startsWith('#!/usr/bin/env node\n'), 'the bin file starts with a shebang');
+    const [version, wrong] = await Promise.all([spawnCli(['--version']), spawnCli(['frobnicate'])]);
+    assert.deepEqual([version.code, version.stdout], [0, `${pkg.version}\n`]);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /unknown command "frobnicate"/);
+  });
 });
 
 describeEachStore('plant-store token and migrate', (fx) => {
-  useProcessCleanup();
-
   it('migrate applies the schema to a fresh store, then reports it up to date', LIMIT, async () => {
     const first = await runCli(['migrate', '--db', fx.db]);
     assert.equal(first.code, 0, first.stderr);
@@ -153,9 +199,9 @@ describeEachStore('plant-store token and migrate', (fx) => {
     const id = /tok_[0-9a-f]+/.exec(r.stderr)![0];
     const row = rows.find((t) => t.id === id);
     assert.ok(row, `token list has the id ${id} that token create reported`);
-    assert.equal(row.scopes, 'plants:read plants:write', 'default scopes: both');
-    assert.equal(row.expires, '-', 'default: never expires');
-    assert.equal(row.revoked, '-');
+    assert.deepEqual(row.scopes, ['plants:read', 'plants:write'], 'default scopes: both, as a JSON array');
+    assert.equal(row.expires, null, 'default: never expires (JSON null)');
+    assert.equal(row.revoked, null);
     assert.ok(Math.abs(Date.parse(row.created) - Date.now()) < 60_000, `created is now: ${row.created}`);
   });
 
@@ -193,10 +239,10 @@ describeEachStore('plant-store token and migrate', (fx) => {
     const reader = rows.find((t) => t.owner === 'reader');
     const writer = rows.find((t) => t.owner === 'writer');
     assert.ok(reader && writer);
-    assert.equal(reader.scopes, 'plants:read');
-    assert.equal(Date.parse(reader.expires) - Date.parse(reader.created), 30 * 86_400_000);
-    assert.deepEqual(writer.scopes.split(' ').sort(), ['plants:read', 'plants:write']);
-    assert.equal(Date.parse(writer.expires) - Date.parse(writer.created), 12 * 3_600_000);
+    assert.deepEqual(reader.scopes, ['plants:read']);
+    assert.equal(Date.parse(reader.expires!) - Date.parse(reader.created), 30 * 86_400_000);
+    assert.deepEqual([...writer.scopes].sort(), ['plants:read', 'plants:write']);
+    assert.equal(Date.parse(writer.expires!) - Date.parse(writer.created), 12 * 3_600_000);
   });
 
   it('token list shows id, owner, scopes, created, expires, revoked and never a secret', LIMIT, async () => {
@@ -232,22 +278,22 @@ describeEachStore('plant-store token and migrate', (fx) => {
     const [a, b, c] = await Promise.all([created(), created(), created()]);
     const state = async () =>
       new Map((await listJson(fx.db)).filter((t) => t.owner === 'revokee').map((t) => [t.id, t.revoked]));
-    assert.deepEqual([...(await state()).values()], ['-', '-', '-']);
+    assert.deepEqual([...(await state()).values()], [null, null, null]);
 
     const r1 = await runCli(['token', 'revoke', a.token, '--db', fx.db]);
     assert.equal(r1.code, 0, r1.stderr);
     let now = await state();
-    assert.notEqual(now.get(a.id), '-', 'revoked by token');
+    assert.notEqual(now.get(a.id), null, 'revoked by token');
     assert.ok(Math.abs(Date.parse(now.get(a.id)!) - Date.now()) < 60_000, `revoked is a timestamp: ${now.get(a.id)}`);
-    assert.equal(now.get(b.id), '-');
-    assert.equal(now.get(c.id), '-');
+    assert.equal(now.get(b.id), null);
+    assert.equal(now.get(c.id), null);
     assert.ok(!(r1.stdout + r1.stderr).includes(a.token), 'the token is not echoed');
 
     const r2 = await runCli(['token', 'revoke', b.id, '--db', fx.db]);
     assert.equal(r2.code, 0, r2.stderr);
     now = await state();
-    assert.notEqual(now.get(b.id), '-', 'revoked by id');
-    assert.equal(now.get(c.id), '-', 'the other token stays active');
+    assert.notEqual(now.get(b.id), null, 'revoked by id');
+    assert.equal(now.get(c.id), null, 'the other token stays active');
 
     const [unknownId, unknownToken] = await Promise.all([
       runCli(['token', 'revoke', 'tok_0000000000000000', '--db', fx.db]),
@@ -256,7 +302,7 @@ describeEachStore('plant-store token and migrate', (fx) => {
     assert.equal(unknownId.code, 1, unknownId.stderr);
     assert.notEqual(unknownId.stderr.trim(), '');
     assert.equal(unknownToken.code, 1, unknownToken.stderr);
-    assert.equal((await state()).get(c.id), '-', 'unknown revokes change nothing');
+    assert.equal((await state()).get(c.id), null, 'unknown revokes change nothing');
   });
 
   it('uses DATABASE_URL when --db is absent, and --db wins over it', LIMIT, async () => {
@@ -367,6 +413,40 @@ describeEachStore('plant-store serve', (fx) => {
       );
     },
   );
+
+  it('logs which store it uses, without a password; with no usable token it says how to make one', LIMIT, async () => {
+    // A password in the URL (PostgreSQL here trusts, so any password works).
+    const db = fx.kind === 'postgres' ? fx.db.replace('postgres@', 'postgres:s3cret-pw@') : fx.db;
+    const token = await cliToken(db, 'soon-revoked');
+    const revoked = await runCli(['token', 'revoke', token, '--db', db]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    const rows = await listJson(db);
+    for (const row of rows.filter((r) => r.revoked === null)) {
+      assert.equal((await runCli(['token', 'revoke', row.id, '--db', db])).code, 0);
+    }
+
+    const server = await startServer(serveArgs(db));
+    server.kill('SIGTERM');
+    assert.equal((await server.waitExit()).code, 0);
+    const lines = server.logLines();
+    const storeLine = lines.find((l) => String(l.msg).startsWith('store: '));
+    assert.ok(storeLine, `a store line:\n${server.stdout}`);
+    if (fx.kind === 'sqlite') {
+      assert.equal(storeLine.msg, `store: SQLite file ${fx.db}`);
+    } else {
+      const url = new URL(fx.db);
+      assert.equal(
+        storeLine.msg,
+        `store: PostgreSQL database "${url.pathname.slice(1)}" on ${url.hostname}:${url.port || 5432} as user "postgres"`,
+      );
+    }
+    assert.ok(!server.stdout.includes('s3cret-pw') && !server.stderr.includes('s3cret-pw'), 'no password');
+    const hint = lines.find((l) => /no usable token/.test(String(l.msg)));
+    assert.ok(hint, `a hint when no token is usable:\n${server.stdout}`);
+    assert.equal(hint.level, 40, 'at warn');
+    assert.match(String(hint.msg), /plant-store token create --owner NAME/);
+    assert.doesNotMatch(server.stderr, TOKEN_ANYWHERE, "no new token is made behind the operator's back");
+  });
 
   it('reads HOST and PORT from the environment, and flags win over HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');

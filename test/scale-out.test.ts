@@ -1,4 +1,4 @@
-// Scale-out on PostgreSQL: several real server processes (dist/src/cli/main.js
+// Scale-out on PostgreSQL: several real server processes (dist/src/cli/bin.js
 // serve) on different ports share one database. What one writes the other
 // reads, a CLI revocation reaches both within a second, racing creates of one
 // id end in one row, and instances starting together migrate safely.

@@ -7,10 +7,11 @@ import { TokenCache } from '../auth/token-cache.js';
 import { jwtEnabled, type Config } from '../config.js';
 import { docsRoutes } from '../routes/docs.js';
 import { healthRoutes } from '../routes/health.js';
+import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
 import type { Store } from '../store/store.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { errors } from '../http/errors.js';
 import { registerJsonBodyParser } from './json-body.js';
@@ -76,6 +77,15 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   registerErrorHandling(app, config.bodyLimit, requestLines);
 
   let closing = false;
+  // Requests refused because the server is closing: expected in a planned
+  // shutdown, so they are counted into one line instead of logged as errors.
+  const refused = new WeakSet<object>();
+  let refusedCount = 0;
+  app.addHook('onClose', (_instance, done) => {
+    if (refusedCount > 0)
+      app.log.info({ refused: refusedCount }, `refused ${refusedCount} requests with 503 while shutting down`);
+    done();
+  });
   app.addHook('preClose', (done) => {
     closing = true;
     // Keep-alive connections would otherwise hold the server open: close each
@@ -87,13 +97,16 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
     if (closing) {
-      reply.header('connection', 'close');
-      return done(errors.unavailable('the server is shutting down, try again'));
+      refused.add(request);
+      refusedCount++;
+      sendError(reply.header('connection', 'close'), errors.unavailable('the server is shutting down, try again'));
+      return;
     }
     done();
   });
   if (requestLines) {
     app.addHook('onResponse', (request, reply, done) => {
+      if (closing && refused.has(request)) return done();
       const line = {
         ...requestLine(request, reply.statusCode),
         responseTime: Math.round(reply.elapsedTime * 100) / 100,
@@ -112,6 +125,8 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     jwt.start();
     app.addHook('onClose', async () => jwt.close());
   }
+  // Before trackMethods: the plugin's catch-all OPTIONS route must not earn every path a 405 route.
+  if (config.corsOrigin !== 'off') await registerCors(app, { origin: config.corsOrigin });
   const addMethodNotAllowed = trackMethods(app);
   app.decorateRequest('principal', null as never);
   await app.register(plantRoutes, {

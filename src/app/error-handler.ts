@@ -40,7 +40,7 @@ const hasUnreadBody = (request: FastifyRequest) =>
   request.body === undefined &&
   (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0);
 
-function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request))
     void reply.header('connection', 'close');
   return reply

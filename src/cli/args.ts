@@ -7,14 +7,26 @@ export class UsageError extends Error {
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export interface CommandContext {
-  argv: string[];
+export type ShutdownSignal = 'SIGINT' | 'SIGTERM';
+
+/** Where serve hears SIGINT and SIGTERM: `process` in the executable, any emitter in a test. */
+export interface SignalSource {
+  on(signal: ShutdownSignal, listener: (signal: ShutdownSignal) => void): unknown;
+  off(signal: ShutdownSignal, listener: (signal: ShutdownSignal) => void): unknown;
+}
+
+/** Everything a command may touch of the outside world; main() reads nothing else. */
+export interface CliIo {
   env: Env;
   stdin: NodeJS.ReadableStream;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
+  /** Whether stdout is a terminal (logs are pretty-printed there). */
   isTTY: boolean;
+  signals: SignalSource;
 }
+
+export type CommandContext = CliIo;
 
 export type ArgValues = Record<string, string | boolean | (string | boolean)[] | undefined>;
 

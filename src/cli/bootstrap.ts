@@ -2,10 +2,33 @@ import { issueFirstToken } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
 import type { CommandContext } from './args.js';
+import type { StoreLocation } from './store-location.js';
 
 /** Creates the first token when the store has none, so a fresh install can be used at once. */
 export async function bootstrapToken(store: Store): Promise<string | undefined> {
   return (await issueFirstToken(store.tokens, { owner: 'admin' }))?.token;
+}
+
+/** Tokens that are neither revoked nor expired. */
+export async function usableTokenCount(store: Store, now = Date.now()): Promise<number> {
+  const tokens = await store.tokens.list();
+  return tokens.filter((t) => !t.revokedAt && !(t.expiresAt && t.expiresAt.getTime() <= now)).length;
+}
+
+/**
+ * The start-up line about tokens on a store that already had some: how to
+ * get one when none is usable any more, or when the first one was lost.
+ */
+export function logTokenHint(
+  log: { info(msg: string): void; warn(msg: string): void },
+  usable: number,
+  where: StoreLocation,
+): void {
+  const db = where.store === 'sqlite' ? ` --db ${where.path}` : ' (with the same --db or DATABASE_URL)';
+  const create = `plant-store token create --owner NAME${db}`;
+  if (usable === 0)
+    log.warn(`no usable token: every token of this store is revoked or expired; create one with: ${create}`);
+  else log.info(`tokens: ${usable} usable; to get another (or replace a lost one): ${create}`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { writeDump } from '../backup/dump.js';
 import { loadConfig } from '../config.js';
-import { openStore } from '../store/open-store.js';
+import { openCommandStore } from './store.js';
 import { settingFlags, type Command } from './args.js';
 
 export const exportCommand: Command = {
@@ -11,7 +11,7 @@ export const exportCommand: Command = {
     'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
   settings: ['db'],
   async run(ctx, values) {
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
     });
     try {

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import { DumpError, readDump } from '../backup/dump.js';
 import { loadConfig } from '../config.js';
-import { openStore } from '../store/open-store.js';
+import { openCommandStore } from './store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
 
 export const importCommand: Command = {
@@ -11,7 +11,7 @@ export const importCommand: Command = {
     'Reads JSON lines written by plant-store export from stdin into a store. Tokens keep working; plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
   settings: ['db'],
   async run(ctx, values) {
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
+    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     try {
       let reported = Date.now();
       const lines = createInterface({ input: ctx.stdin, crlfDelay: Infinity });

@@ -1,15 +1,16 @@
-#!/usr/bin/env node
 import { ConfigError } from '../config.js';
-import { UsageError, helpText, parseCommandArgs, type Command, type CommandContext } from './args.js';
+import { UsageError, helpText, parseCommandArgs, type CliIo, type Command } from './args.js';
 import { backup } from './backup.js';
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
 import { migrate } from './migrate.js';
 import { restore } from './restore.js';
 import { serve } from './serve.js';
+import { CliError } from './store-errors.js';
 import { tokenCreate } from './token-create.js';
 import { tokenList } from './token-list.js';
 import { tokenRevoke } from './token-revoke.js';
+import { packageVersion } from './version.js';
 
 const COMMANDS: Command[] = [
   serve,
@@ -23,40 +24,45 @@ const COMMANDS: Command[] = [
   importCommand,
 ];
 
-const USAGE = `Usage: plant-store <command> [options]
+const HELP = ['-h', '--help'];
+
+const firstSentence = (c: Command) => c.summary.split('. ')[0]!.replace(/\.$/, '');
+
+function usage(commands: Command[], word?: string): string {
+  const head = word ? `${word} <command>` : '<command>';
+  return `Usage: plant-store ${head} [options]
 
 Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(14)}${c.summary.split('. ')[0]!.replace(/\.$/, '')}`).join('\n')}
+${commands.map((c) => `  ${c.name.padEnd(14)}${firstSentence(c)}`).join('\n')}
 
-Run "plant-store <command> --help" for a command's options and defaults.
-`;
+Run "plant-store ${head} --help" for a command's options and defaults.
+${word ? '' : 'Run "plant-store --version" for the version.\n'}`;
+}
 
-function findCommand(argv: string[]): [Command | undefined, string[]] {
+function findCommand(argv: readonly string[]): [Command | undefined, string[]] {
   for (const c of COMMANDS) {
     const words = c.name.split(' ');
     if (words.every((w, i) => argv[i] === w)) return [c, argv.slice(words.length)];
   }
-  return [undefined, argv];
+  return [undefined, [...argv]];
 }
 
-export async function main(ctx: CommandContext): Promise<number> {
-  const [command, rest] = findCommand(ctx.argv);
-  if (!command) {
-    if (ctx.argv.length === 0) {
-      ctx.stderr.write(USAGE);
-      return 2;
-    }
-    if (['-h', '--help', 'help'].includes(ctx.argv[0]!)) {
-      ctx.stdout.write(USAGE);
-      return 0;
-    }
-    ctx.stderr.write(`plant-store: unknown command "${ctx.argv.join(' ')}"\n\n${USAGE}`);
-    return 2;
-  }
+/** The commands whose name starts with `word` and has more words ("token" → token create, list, revoke). */
+const group = (word: string) => COMMANDS.filter((c) => c.name.startsWith(`${word} `));
+
+/**
+ * The plant-store command line: runs the command `argv` names with the
+ * outside world `io` and resolves to the exit code (0 done, 1 failed,
+ * 2 usage error). It reads and writes nothing else, so tests call it in-process.
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  if (argv[0] === 'help') argv = argv.length > 1 ? [...argv.slice(1), '--help'] : ['--help'];
+  const [command, rest] = findCommand(argv);
+  if (!command) return noCommand(argv, io);
   try {
     const { values, positionals } = parseCommandArgs(command, rest);
     if (values.help) {
-      ctx.stdout.write(helpText(command));
+      io.stdout.write(helpText(command));
       return 0;
     }
     if (positionals.length > 0 && command.name !== 'token revoke') {
@@ -64,31 +70,50 @@ export async function main(ctx: CommandContext): Promise<number> {
         `unexpected argument "${positionals[0]}"\nRun "plant-store ${command.name} --help" for usage.`,
       );
     }
-    return await command.run(ctx, values, positionals);
+    return await command.run(io, values, positionals);
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
-      ctx.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
+      io.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
       return 2;
     }
-    ctx.stderr.write(`plant-store ${command.name}: ${describe(error)}\n`);
+    io.stderr.write(`plant-store ${command.name}: ${describe(error)}\n`);
     return 1;
   }
+}
+
+/** No command matched: top-level flags, a command group ("token") or a mistake. */
+function noCommand(argv: readonly string[], io: CliIo): number {
+  const [first, second] = argv;
+  if (first === undefined) {
+    io.stderr.write(usage(COMMANDS));
+    return 2;
+  }
+  if (HELP.includes(first)) {
+    io.stdout.write(usage(COMMANDS));
+    return 0;
+  }
+  if (first === '--version') {
+    io.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const members = group(first);
+  if (members.length > 0) {
+    if (second !== undefined && HELP.includes(second)) {
+      io.stdout.write(usage(members, first));
+      return 0;
+    }
+    const what = second === undefined ? `"${first}" needs a command` : `unknown command "${argv.join(' ')}"`;
+    io.stderr.write(`plant-store: ${what}\n\n${usage(members, first)}`);
+    return 2;
+  }
+  io.stderr.write(`plant-store: unknown command "${argv.join(' ')}"\n\n${usage(COMMANDS)}`);
+  return 2;
 }
 
 /** An error's message, followed by its cause's ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
+  if (error instanceof CliError) return error.message;
   const cause = error.cause instanceof Error ? error.cause.message : undefined;
   return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
 }
-
-// process.env is read here and nowhere else: everything below gets it passed in.
-const code = await main({
-  argv: process.argv.slice(2),
-  env: process.env,
-  stdin: process.stdin,
-  stdout: process.stdout,
-  stderr: process.stderr,
-  isTTY: Boolean(process.stdout.isTTY),
-});
-process.exit(code);

@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.js';
-import { migrateStore } from '../store/open-store.js';
 import { settingFlags, type Command } from './args.js';
+import { migrateCommandStore } from './store.js';
 
 export const migrate: Command = {
   name: 'migrate',
@@ -9,7 +9,7 @@ export const migrate: Command = {
     "Brings the store's schema to the latest version (serve also does this on start). Safe to run while servers are up.",
   settings: ['db'],
   async run(ctx, values) {
-    const { applied } = await migrateStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
+    const { applied } = await migrateCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     ctx.stderr.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n');
     return 0;
   },

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { restoreSqlite } from '../backup/sqlite-backup.js';
 import { isPostgresUrl, loadConfig } from '../config.js';
-import { migrateStore } from '../store/open-store.js';
+import { migrateCommandStore } from './store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
 
 export const restore: Command = {
@@ -23,7 +23,7 @@ export const restore: Command = {
     mkdirSync(dirname(target), { recursive: true });
     restoreSqlite(resolve(values.from), target, { force: values.force === true });
     // A backup from an older version gets the newer schema now, not on the next start.
-    await migrateStore(config);
+    await migrateCommandStore(config);
     ctx.stderr.write(`restore: ${target} now holds the backup ${resolve(values.from)}\n`);
     return 0;
   },

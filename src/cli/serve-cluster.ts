@@ -1,9 +1,11 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { destination, pino, type Logger } from 'pino';
 import type { Config } from '../config.js';
-import { openStore } from '../store/open-store.js';
 import type { CommandContext } from './args.js';
-import { announceCurl, announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
+import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
+import { openCommandStore } from './store.js';
+import { describeLocation, storeLocation } from './store-location.js';
 
 /** A worker that died is replaced after this pause. */
 const RESTART_DELAY_MS = 500;
@@ -34,10 +36,12 @@ function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Logger {
  * within CRASH_WINDOW_MS).
  */
 export async function runPrimary(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
-  const store = await openStore(config);
+  const store = await openCommandStore(config);
   let token: string | undefined;
+  let usable = 0;
   try {
     token = await bootstrapToken(store);
+    if (!token) usable = await usableTokenCount(store);
   } finally {
     await store.close();
   }
@@ -46,6 +50,9 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
   if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
 
   const log = primaryLogger(config);
+  const where = storeLocation(config.db);
+  log.info({ store: where }, `store: ${describeLocation(where)}`);
+  if (!token) logTokenHint(log, usable, where);
   const live = new Set<Worker>();
   const everListened = new Set<Worker>();
   const restartTimers = new Set<NodeJS.Timeout>();
@@ -61,12 +68,12 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
   return new Promise<number>((resolve, reject) => {
     let failure: Error | undefined;
     let workerFailed = false;
+    let forcedBy: 'SIGINT' | 'SIGTERM' | undefined;
 
     const finish = () => {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
+      stopListening();
       if (failure) reject(failure);
-      else resolve(workerFailed ? 1 : 0);
+      else resolve(forcedBy ? exitCodeFor(forcedBy) : workerFailed ? 1 : 0);
     };
 
     const shutdown = (why: Error | undefined) => {
@@ -76,15 +83,23 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
       for (const t of restartTimers) clearTimeout(t);
       restartTimers.clear();
       if (why) log.fatal(`${why.message}; stopping the other workers`);
-      else log.info('shutting down: workers finish in-flight requests');
       if (live.size === 0) return finish();
       for (const w of live) w.process.kill('SIGTERM');
     };
 
-    // once: a second signal gets the default action and ends the primary at once.
-    const onSignal = () => shutdown(undefined);
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    const stopListening = onShutdownSignals(ctx.signals, {
+      drain(signal) {
+        log.info({ signal }, `shutting down: workers finish in-flight requests (${forceHint(signal)})`);
+        shutdown(undefined);
+      },
+      force(signal) {
+        // A second SIGTERM makes each worker exit at once too.
+        log.warn({ signal }, `${signal} again: workers exit now, without waiting for in-flight requests`);
+        forcedBy = signal;
+        if (live.size === 0) return finish();
+        for (const w of live) w.process.kill('SIGTERM');
+      },
+    });
 
     cluster.on('listening', (worker: Worker, address: Address) => {
       everListened.add(worker);

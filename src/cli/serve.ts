@@ -2,10 +2,12 @@ import cluster from 'node:cluster';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
 import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
-import { openStore } from '../store/open-store.js';
 import { settingFlags, type Command, type CommandContext } from './args.js';
-import { announceCurl, announceToken, baseUrl, bootstrapToken } from './bootstrap.js';
+import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
+import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
+import { openCommandStore } from './store.js';
+import { describeLocation, storeLocation } from './store-location.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -13,7 +15,7 @@ export const serve: Command = {
   name: 'serve',
   usage: 'serve [--host 127.0.0.1] [--port 8080] [--db PATH_OR_URL] [--workers N|auto] [options]',
   summary:
-    'Serves the Plant Store HTTP API. Migrates the store on start. On a store with no tokens it creates one for owner "admin" and prints it once to stderr. SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, closes the store and exits 0.',
+    'Serves the Plant Store HTTP API. Migrates the store on start. On a store with no tokens it creates one for owner "admin" and prints it once to stderr. SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, closes the store and exits 0; a second one, a second or more later, exits at once.',
   settings: Object.keys(SETTINGS) as SettingName[],
   async run(ctx, values) {
     const config = loadConfig(settingFlags(this, values), ctx.env, { logPretty: ctx.isTTY });
@@ -24,12 +26,15 @@ export const serve: Command = {
 
 /** One server process: listen, then wait for SIGTERM/SIGINT and shut down gracefully. */
 async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
-  const store = await openStore(config);
+  const store = await openCommandStore(config);
   const token = cluster.isWorker ? undefined : await bootstrapToken(store);
   // Shown at once: the store keeps only its hash, so a failed listen must not lose it.
   // With --port 0 the curl example waits for the port the server gets.
   if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
   const app = await buildApp(config, { store });
+  const where = storeLocation(config.db);
+  app.log.info({ store: where }, `store: ${describeLocation(where)}`);
+  if (!token && !cluster.isWorker) logTokenHint(app.log, await usableTokenCount(store), where);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -44,29 +49,34 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   flushLogger(app.log);
 
   return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = async (signal: NodeJS.Signals) => {
-      // SIGINT from a terminal reaches every process of the group, and a
-      // cluster primary then sends SIGTERM too: shut down once.
-      if (stopping) return;
-      stopping = true;
-      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-      const timer = setTimeout(() => {
-        app.log.error('in-flight requests did not finish in time; exiting');
-        resolve(1);
-      }, SHUTDOWN_GRACE_MS);
-      timer.unref();
-      try {
-        await app.close();
-        await store.close();
-        clearTimeout(timer);
-        resolve(0);
-      } catch (error) {
-        app.log.error({ err: error }, 'shutdown failed');
-        resolve(1);
-      }
+    let timer: NodeJS.Timeout | undefined;
+    const done = (code: number) => {
+      clearTimeout(timer);
+      stopListening();
+      flushLogger(app.log);
+      resolve(code);
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    const stopListening = onShutdownSignals(ctx.signals, {
+      async drain(signal) {
+        app.log.info({ signal }, `shutting down: finishing in-flight requests (${forceHint(signal)})`);
+        timer = setTimeout(() => {
+          app.log.error('in-flight requests did not finish in time; exiting');
+          done(1);
+        }, SHUTDOWN_GRACE_MS).unref();
+        try {
+          await app.close();
+          await store.close();
+          done(0);
+        } catch (error) {
+          app.log.error({ err: error }, 'shutdown failed');
+          done(1);
+        }
+      },
+      force(signal) {
+        // Acknowledged writes are already committed; only unanswered requests are cut off.
+        app.log.warn({ signal }, `${signal} again: exiting now, without waiting for in-flight requests`);
+        done(exitCodeFor(signal));
+      },
+    });
   });
 }

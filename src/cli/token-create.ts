@@ -1,8 +1,8 @@
 import { loadConfig } from '../config.js';
 import { InvalidOwnerError, assertValidOwner, issueToken, parseDuration } from '../auth/tokens.js';
-import { openStore } from '../store/open-store.js';
 import { SCOPES, type Scope } from '../store/store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
+import { openCommandStore } from './store.js';
 
 export const tokenCreate: Command = {
   name: 'token create',
@@ -38,7 +38,7 @@ export const tokenCreate: Command = {
     }
     const config = loadConfig(settingFlags(this, values), ctx.env, {}, this.settings);
     // mustExist: a mistyped --db is an error, not a new empty store.
-    const store = await openStore(config, { mustExist: true });
+    const store = await openCommandStore(config, { mustExist: true });
     try {
       const { token, record } = await issueToken(store.tokens, { owner, scopes: scopes as Scope[], expiresInMs });
       ctx.stdout.write(`${token}\n`);

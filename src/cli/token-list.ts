@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.js';
-import { openStore } from '../store/open-store.js';
 import { settingFlags, type Command } from './args.js';
+import { openCommandStore } from './store.js';
 
 export const tokenList: Command = {
   name: 'token list',
@@ -8,14 +8,34 @@ export const tokenList: Command = {
   summary:
     'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
   settings: ['db'],
-  flags: { json: { type: 'boolean', help: 'one JSON object per line instead of a table' } },
+  flags: {
+    json: {
+      type: 'boolean',
+      help: 'one JSON object per line instead of a table (scopes an array; expires and revoked null when unset)',
+    },
+  },
   async run(ctx, values) {
     // mustExist: a mistyped --db is an error, not a new empty store.
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
     });
     try {
       const tokens = await store.tokens.list();
+      if (values.json) {
+        // Real JSON types: scopes an array, a missing expiry or revocation null.
+        for (const t of tokens) {
+          const row = {
+            id: t.id,
+            owner: t.owner,
+            scopes: t.scopes,
+            created: t.createdAt.toISOString(),
+            expires: t.expiresAt?.toISOString() ?? null,
+            revoked: t.revokedAt?.toISOString() ?? null,
+          };
+          ctx.stdout.write(JSON.stringify(row) + '\n');
+        }
+        return 0;
+      }
       const rows = tokens.map((t) => ({
         id: t.id,
         owner: t.owner,
@@ -24,10 +44,6 @@ export const tokenList: Command = {
         expires: t.expiresAt?.toISOString() ?? '-',
         revoked: t.revokedAt?.toISOString() ?? '-',
       }));
-      if (values.json) {
-        for (const r of rows) ctx.stdout.write(JSON.stringify(r) + '\n');
-        return 0;
-      }
       const header = {
         id: 'ID',
         owner: 'OWNER',

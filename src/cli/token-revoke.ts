@@ -1,7 +1,7 @@
 import { hashToken, looksLikeToken } from '../auth/tokens.js';
 import { loadConfig } from '../config.js';
-import { openStore } from '../store/open-store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
+import { openCommandStore } from './store.js';
 
 export const tokenRevoke: Command = {
   name: 'token revoke',
@@ -13,7 +13,7 @@ export const tokenRevoke: Command = {
     if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
     const target = positionals[0]!;
     // mustExist: a mistyped --db is an error, not a new empty store.
-    const store = await openStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
     });
     try {

@@ -33,14 +33,22 @@ export type ErrorCode =
 
 const quote = (s: string) => s.replace(/["\\]/g, '');
 
+// The same words on every 401, whatever the store holds, so they tell a
+// caller nothing about which tokens exist; they tell a locked-out operator
+// what to run.
+const TOKEN_HINT = " (the server's operator creates tokens with: plant-store token create --owner NAME)";
+
 export const errors = {
   badRequest: (message: string) => new AppError('BAD_REQUEST', 400, message),
   missingCredentials: () =>
-    new AppError('MISSING_CREDENTIALS', 401, 'authentication required: send an Authorization: Bearer <token> header', {
-      'www-authenticate': `Bearer realm="${REALM}"`,
-    }),
+    new AppError(
+      'MISSING_CREDENTIALS',
+      401,
+      `authentication required: send an Authorization: Bearer <token> header${TOKEN_HINT}`,
+      { 'www-authenticate': `Bearer realm="${REALM}"` },
+    ),
   invalidToken: (why: string) =>
-    new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}`, {
+    new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}${TOKEN_HINT}`, {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quote(why)}"`,
     }),
   insufficientScope: (scope: string) =>

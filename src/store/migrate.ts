@@ -18,7 +18,10 @@ export async function migrateToLatest(
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r: MigrationResult) => r.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`, {
+    // No migration ran (the database could not be reached, or refused us):
+    // that is not a migration failure, so the caller sees the error itself.
+    if (!failed) throw error;
+    throw new Error(`migration ${failed.migrationName} failed: ${String((error as Error).message ?? error)}`, {
       cause: error,
     });
   }

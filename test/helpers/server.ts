@@ -1,5 +1,5 @@
 // Real processes for the CLI and process-level suites: spawns the built CLI
-// (dist/src/cli/main.js) with an explicit environment, captures its output,
+// (dist/src/cli/bin.js) with an explicit environment, captures its output,
 // and makes sure nothing it started outlives the test file.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runCliInProcess } from './cli.js';
 
-/** Compiled helpers live in dist/test/helpers/, the CLI in dist/src/cli/main.js. */
-export const CLI_PATH = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** Compiled helpers live in dist/test/helpers/, the CLI executable in dist/src/cli/bin.js. */
+export const CLI_PATH = fileURLToPath(new URL('../../src/cli/bin.js', import.meta.url));
 
 export const TOKEN_SHAPE = /^plnt_[A-Za-z0-9_-]{43}$/;
 /** A token anywhere in a text (not global: safe with assert.match / doesNotMatch). */
@@ -388,13 +389,13 @@ export async function listAllNames(baseUrl: string, token: string, pageSize = 50
  * with `token create` call this first.
  */
 export async function migrateWithCli(db: string): Promise<void> {
-  const r = await runCli(['migrate', '--db', db]);
+  const r = await runCliInProcess(['migrate', '--db', db]);
   if (r.code !== 0) throw new Error(`migrate failed (${r.code}): ${r.stdout}${r.stderr}`);
 }
 
-/** Creates a token with the CLI and returns it (asserting the CLI succeeded). */
+/** Creates a token with the CLI (in this process) and returns it (asserting the CLI succeeded). */
 export async function cliToken(db: string, owner: string, ...extra: string[]): Promise<string> {
-  const r = await runCli(['token', 'create', '--owner', owner, '--db', db, ...extra]);
+  const r = await runCliInProcess(['token', 'create', '--owner', owner, '--db', db, ...extra]);
   if (r.code !== 0 || !TOKEN_SHAPE.test(r.stdout.trim())) {
     throw new Error(`token create failed (${r.code}): ${r.stdout}${r.stderr}`);
   }

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 import type { SqliteConfig } from '../../config.js';
@@ -13,8 +13,13 @@ export interface SqliteOptions extends SqliteConfig {
 // (the server's, the CLI's, the migrator's) gets the same pragmas.
 export function openSqlite({ path, durability, mustExist = false }: SqliteOptions): Database.Database {
   if (mustExist && !existsSync(path)) throw new Error(`no database at ${path}`);
-  mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  makeFolder(dirname(resolve(path)), path);
+  let db: Database.Database;
+  try {
+    db = new Database(path);
+  } catch (error) {
+    throw new Error(`cannot use ${path} as the SQLite database: ${(error as Error).message}`, { cause: error });
+  }
   // WAL lets readers run while a writer commits, and makes a commit a single
   // append to the log.
   db.pragma('journal_mode = WAL');
@@ -29,4 +34,37 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   db.pragma('cache_size = -65536');
   db.pragma('mmap_size = 268435456');
   return db;
+}
+
+/**
+ * Creates the folder of a database file level by level, naming the level that
+ * fails. Not mkdirSync(recursive): on Node 20 it loops forever when a parent
+ * exists but refuses new entries (/proc/foo/x.db).
+ */
+function makeFolder(folder: string, file: string): void {
+  const missing: string[] = [];
+  let at = folder;
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const parent = dirname(at);
+    if (parent === at) break;
+    at = parent;
+  }
+  const fail = (what: string, error?: unknown): never => {
+    const why = (error as { code?: string } | undefined)?.code;
+    throw new Error(`cannot use ${file} as the SQLite database: ${what}${why ? ` (${why})` : ''}`, { cause: error });
+  };
+  if (!statSync(at).isDirectory()) fail(`${at} is not a folder`);
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      fail(`cannot create the folder ${dir}`, error);
+    }
+  }
+  try {
+    accessSync(folder, constants.W_OK);
+  } catch (error) {
+    fail(`the folder ${folder} is not writable`, error);
+  }
 }

@@ -1,0 +1,132 @@
+// loadConfig: where each setting comes from, how values are read, and the
+// messages for the values people get wrong.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, SETTINGS, checkDb, loadConfig, type SettingName } from '../../src/config.js';
+
+function refused(flags: Partial<Record<SettingName, string>>, env: Record<string, string> = {}): string {
+  try {
+    loadConfig(flags, env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `a ConfigError, not ${String(error)}`);
+    return error.message;
+  }
+  assert.fail(`accepted ${JSON.stringify({ flags, env })}`);
+}
+
+describe('loadConfig', () => {
+  it('gives every default when nothing is set, and a frozen object', () => {
+    const config = loadConfig({}, {});
+    assert.equal(config.host, SETTINGS.host.default);
+    assert.equal(config.port, 8080);
+    assert.equal(config.db, './data/plants.db');
+    assert.equal(config.durability, 'full');
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.corsOrigin, 'off');
+    assert.ok(Object.isFrozen(config));
+  });
+
+  it('flags win over environment variables, which win over defaults', () => {
+    const env = { PORT: '9000', HOST: '0.0.0.0', LOG_LEVEL: 'debug' };
+    const config = loadConfig({ port: '9001' }, env);
+    assert.equal(config.port, 9001);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.logLevel, 'debug');
+  });
+
+  it('reads only the settings a command uses from flags and environment', () => {
+    const config = loadConfig({ db: 'x.db', port: '1' }, { PORT: 'abc', DATABASE_URL: 'y.db' }, {}, ['db']);
+    assert.equal(config.db, 'x.db');
+    assert.equal(config.port, 8080, 'port is not among the settings read, so PORT=abc is ignored');
+  });
+
+  it('names the flag or the environment variable a bad value came from', () => {
+    assert.match(refused({ port: 'abc' }), /^--port must be a whole number, got "abc"$/);
+    assert.match(refused({}, { PORT: 'abc' }), /^PORT must be a whole number/);
+    assert.match(refused({ port: '70000' }), /--port/);
+    assert.match(refused({}, { PLANTS_BODY_LIMIT: '1' }), /PLANTS_BODY_LIMIT/);
+    assert.match(
+      refused({ 'list-default-limit': '20', 'list-max-limit': '10' }),
+      /--list-default-limit \(20\) must not exceed --list-max-limit \(10\)/,
+    );
+  });
+
+  it('workers: a number or auto', () => {
+    assert.equal(loadConfig({ workers: '3' }, {}).workers, 3);
+    assert.ok(loadConfig({ workers: 'auto' }, {}).workers >= 1);
+    assert.match(refused({ workers: 'many' }), /--workers must be a whole number/);
+  });
+
+  it('enum settings name their allowed values and take any case', () => {
+    assert.equal(refused({ durability: 'fast' }), '--durability must be one of full, normal, got "fast"');
+    assert.equal(
+      refused({}, { LOG_LEVEL: 'verbose' }),
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+    );
+    assert.equal(loadConfig({ 'log-level': 'WARN' }, {}).logLevel, 'warn');
+    assert.equal(loadConfig({}, { LOG_LEVEL: 'Debug' }).logLevel, 'debug');
+    assert.equal(loadConfig({ durability: 'Normal' }, {}).durability, 'normal');
+  });
+});
+
+describe('--db forms', () => {
+  const accepted = [
+    './data/plants.db',
+    'plants.db',
+    '/var/lib/plant-store/plants.db',
+    'postgres/plants.db',
+    './odd:name.db',
+    'postgres://user:secret@db.internal:5432/plants',
+    'postgresql://localhost/plants',
+    'POSTGRES://localhost/plants',
+  ];
+  for (const db of accepted) {
+    it(`accepts ${db}`, () => {
+      assert.equal(checkDb(db), undefined);
+      assert.equal(loadConfig({ db }, {}).db, db);
+    });
+  }
+
+  const urlLike: [string, RegExp][] = [
+    ['mysql://root:hunter2@localhost/plants', /a mysql: URL/],
+    ['postgres:/localhost/plants', /malformed PostgreSQL URL/],
+    ['postgresql//localhost/plants', /malformed PostgreSQL URL/],
+    ['postgres:localhost', /malformed PostgreSQL URL/],
+    ['sqlite:///tmp/plants.db', /a sqlite: URL/],
+    ['file:plants.db', /a file: URL/],
+    ['https://example.com/plants.db', /an? https: URL/],
+    ['postgres://[not-a-host/plants', /not a valid PostgreSQL URL/],
+  ];
+  for (const [db, why] of urlLike) {
+    it(`refuses ${db}, naming the supported forms`, () => {
+      const message = refused({ db });
+      assert.match(message, /^--db /);
+      assert.match(message, why);
+      assert.match(message, /SQLite file path/);
+      assert.match(message, /postgres:\/\//);
+      assert.match(message, /postgresql:\/\//);
+      assert.ok(!message.includes('hunter2'), 'the password is not repeated');
+    });
+  }
+
+  it('names DATABASE_URL when the value came from there', () => {
+    assert.match(refused({}, { DATABASE_URL: 'mysql://localhost/x' }), /^DATABASE_URL looks like a mysql: URL/);
+  });
+});
+
+describe('--cors-origin', () => {
+  it('is off by default and takes *, one origin or several', () => {
+    assert.equal(loadConfig({}, {}).corsOrigin, 'off');
+    assert.equal(loadConfig({ 'cors-origin': '*' }, {}).corsOrigin, '*');
+    assert.equal(
+      loadConfig({}, { PLANTS_CORS_ORIGIN: 'https://a.example, http://localhost:5173' }).corsOrigin,
+      'https://a.example, http://localhost:5173',
+    );
+  });
+
+  it('refuses a path, a trailing slash or a missing scheme, naming the value', () => {
+    for (const bad of ['https://a.example/', 'https://a.example/app', 'a.example', 'https://a.example,,']) {
+      assert.match(refused({ 'cors-origin': bad }), /^--cors-origin must be off, \* or origins/);
+    }
+  });
+});

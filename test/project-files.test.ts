@@ -1,0 +1,134 @@
+// What a newcomer looks for beside the code: the licence, the changelog, a
+// systemd unit and a Dockerfile, each checked for what it promises.
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CLI_PATH, migrateWithCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+const pkg = JSON.parse(read('package.json')) as { version: string; license: string };
+
+describe('LICENSE and CHANGELOG.md', () => {
+  it('the licence is the MIT licence package.json names', () => {
+    assert.equal(pkg.license, 'MIT');
+    const text = read('LICENSE');
+    assert.match(text, /^MIT License\n\nCopyright \(c\) \d{4} /);
+    assert.match(text, /Permission is hereby granted, free of charge/);
+    assert.match(text, /THE SOFTWARE IS PROVIDED "AS IS"/);
+  });
+
+  it('the changelog follows Keep a Changelog and has the current version', () => {
+    const text = read('CHANGELOG.md');
+    assert.match(text, /^# Changelog\n/);
+    assert.match(text, /keepachangelog\.com/);
+    assert.match(text, /^## \[Unreleased\]$/m);
+    assert.match(text, new RegExp(`^## \\[${pkg.version.replace(/\./g, '\\.')}\\] - \\d{4}-\\d{2}-\\d{2}$`, 'm'));
+    for (const heading of text.matchAll(/^### (.+)$/gm)) {
+      assert.ok(
+        ['Added', 'Changed', 'Deprecated', 'Removed', 'Fixed', 'Security'].includes(heading[1]!),
+        `Keep a Changelog section: ${heading[1]}`,
+      );
+    }
+  });
+});
+
+/** Why systemd-analyze cannot be used here, or undefined. */
+function systemdAnalyzeMissing(): string | undefined {
+  // Synchronous: a top-level await here would let the helpers' file-end hooks run early.
+  const probe = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
+  if (probe.error) return `systemd-analyze is not available: ${probe.error.message}`;
+  return probe.status === 0 ? undefined : `systemd-analyze --version failed: ${probe.stderr.trim()}`;
+}
+const noSystemd = systemdAnalyzeMissing();
+const skipOrFail = (reason: string | undefined) => (reason && process.env.CI !== 'true' ? { skip: reason } : {});
+
+describe('deploy/plant-store.service', () => {
+  const unit = read('deploy/plant-store.service');
+
+  it('is sandboxed and keeps its data in its state directory', () => {
+    for (const line of [
+      'DynamicUser=yes',
+      'StateDirectory=plant-store',
+      'ProtectSystem=strict',
+      'NoNewPrivileges=yes',
+      'ProtectHome=yes',
+      'PrivateTmp=yes',
+      'CapabilityBoundingSet=',
+      'Environment=DATABASE_URL=/var/lib/plant-store/plants.db',
+      'ExecStart=/usr/local/bin/plant-store serve',
+      'KillMode=mixed',
+    ]) {
+      assert.ok(unit.split('\n').includes(line), `the unit has ${line}`);
+    }
+    const stop = Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1]);
+    assert.ok(stop > 25, 'systemd waits longer than the 25 s drain before it kills');
+  });
+
+  it('passes systemd-analyze verify', { ...skipOrFail(noSystemd), timeout: 30_000 }, async () => {
+    assert.equal(noSystemd, undefined, noSystemd);
+    // verify wants the executable to exist: point ExecStart at this checkout's CLI.
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-unit-'));
+    try {
+      const exe = join(dir, 'plant-store');
+      writeFileSync(exe, `#!/bin/sh\nexec "${process.execPath}" "${CLI_PATH}" "$@"\n`);
+      chmodSync(exe, 0o755);
+      const copy = join(dir, 'plant-store.service');
+      writeFileSync(copy, unit.replace('ExecStart=/usr/local/bin/plant-store', `ExecStart=${exe}`));
+      const { stdout, stderr } = await run('systemd-analyze', ['verify', copy]);
+      // verify exits 0 even for settings it ignores; anything it says is a problem.
+      assert.equal(stdout + stderr, '', 'systemd-analyze verify has no complaint');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  useProcessCleanup();
+  const text = read('Dockerfile');
+  const froms = [...text.matchAll(/^FROM (\S+)(?: AS (\S+))?$/gm)];
+
+  it('builds in one node:20-slim stage and runs in another, as a user other than root', () => {
+    assert.equal(froms.length, 2, 'two stages');
+    assert.ok(
+      froms.every((m) => m[1] === 'node:20-slim'),
+      'both on node:20-slim',
+    );
+    const runStage = text.slice(froms[1]!.index);
+    assert.match(runStage, /^USER node$/m);
+    assert.doesNotMatch(runStage, /apt-get|g\+\+/, 'no compiler in the image that runs');
+    assert.match(runStage, /^COPY --from=build /m);
+    assert.match(runStage, /^ENV [\s\S]*HOST=0\.0\.0\.0/m, 'listens beyond the container');
+    assert.match(runStage, /DATABASE_URL=\/data\/plants\.db/);
+    assert.match(runStage, /^ENTRYPOINT \["node", "dist\/src\/cli\/bin\.js"\]$/m);
+    const ignore = read('.dockerignore').split('\n');
+    for (const entry of ['node_modules', 'dist', 'data', '.git']) assert.ok(ignore.includes(entry), entry);
+  });
+
+  describe('its HEALTHCHECK command', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-health-'));
+    const db = join(dir, 'plants.db');
+    before(() => migrateWithCli(db));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('succeeds against a serving instance and fails without one', { timeout: 30_000 }, async () => {
+      const cmd = /^HEALTHCHECK [^\n]*\\\n\s+CMD (\[.*\])$/m.exec(text)?.[1];
+      assert.ok(cmd, 'HEALTHCHECK ... CMD ["node", ...]');
+      const [exe, ...args] = JSON.parse(cmd) as string[];
+      assert.equal(exe, 'node');
+      const server = await startServer(serveArgs(db));
+      const env = { PATH: process.env.PATH ?? '', PORT: String(server.port) };
+      await run(process.execPath, args, { env, timeout: 10_000 });
+      server.kill('SIGTERM');
+      await server.waitExit();
+      await assert.rejects(run(process.execPath, args, { env, timeout: 10_000 }), 'fails once nothing serves');
+    });
+  });
+});
