@@ -35,20 +35,11 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   const where = storeLocation(config.db);
   app.log.info({ store: where }, `store: ${describeLocation(where)}`);
   if (!token && !cluster.isWorker) logTokenHint(app.log, await usableTokenCount(store), where);
-  try {
-    await app.listen({ host: config.host, port: config.port });
-  } catch (error) {
-    await app.close().catch(() => {});
-    await store.close().catch(() => {});
-    throw error;
-  }
-  if (token && config.port === 0) {
-    const address = app.server.address();
-    announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
-  }
-  flushLogger(app.log);
-
-  return new Promise<number>((resolve) => {
+  // Signals are handled from before listen: a supervisor may send SIGTERM as
+  // soon as it sees the "listening" line, before listen() has returned here.
+  let listening: Promise<unknown> = new Promise(() => {});
+  let stopListening = () => {};
+  const exited = new Promise<number>((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const done = (code: number) => {
       clearTimeout(timer);
@@ -56,7 +47,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
       flushLogger(app.log);
       resolve(code);
     };
-    const stopListening = onShutdownSignals(ctx.signals, {
+    stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {
         app.log.info({ signal }, `shutting down: finishing in-flight requests (${forceHint(signal)})`);
         timer = setTimeout(() => {
@@ -64,6 +55,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
           done(1);
         }, SHUTDOWN_GRACE_MS).unref();
         try {
+          await listening.catch(() => {});
           await app.close();
           await store.close();
           done(0);
@@ -79,4 +71,19 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
       },
     });
   });
+  try {
+    listening = app.listen({ host: config.host, port: config.port });
+    await listening;
+  } catch (error) {
+    stopListening();
+    await app.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw error;
+  }
+  if (token && config.port === 0) {
+    const address = app.server.address();
+    announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
+  }
+  flushLogger(app.log);
+  return exited;
 }
