@@ -1,9 +1,15 @@
-// The list page cache: a page is reused only under the change epoch it was
-// read at, and the cache stays within its entry and byte bounds, dropping the
-// oldest page first.
+// List page reuse: a page is reused only under the change epoch it was read
+// at, the cache stays within its entry and byte bounds (oldest page first
+// out), and GET /plants pages come from a real SQLite store or, while nothing
+// changed, from memory.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { PageCache, type PageEntry } from '../../src/routes/page-cache.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ListPages, PageCache, type PageEntry } from '../../src/routes/page-cache.js';
+import type { PlantRecord } from '../../src/store/store.js';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
 
 const page = (epoch: number, body: string, link?: string): PageEntry => ({ epoch, body, link });
 
@@ -57,5 +63,75 @@ describe('list page cache', () => {
     const cache = new PageCache(0);
     cache.set('k', page(1, '[]'));
     assert.equal(cache.get('k', 1), undefined);
+  });
+});
+
+describe('list pages on SQLite', () => {
+  let dir: string;
+  let store: SqliteStore;
+  let other: SqliteStore;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'plant-store-list-pages-'));
+    store = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'normal' });
+    // A second connection to the same file, as another worker or process has.
+    other = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'normal', migrate: false });
+  });
+  after(async () => {
+    await other.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** ListPages over the store, counting the pages it had to read (serialize runs once per read). */
+  function pages(cacheBytes: number) {
+    let reads = 0;
+    const listPages = new ListPages(store.plants, cacheBytes);
+    const serialize = (plants: PlantRecord[]) => (reads++, JSON.stringify(plants));
+    return {
+      page: (owner: string, limit: number, cursor?: string) => listPages.page(owner, limit, cursor, serialize),
+      reads: () => reads,
+    };
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('reads a page with its Link, then reuses it while nothing changes', async () => {
+    await store.plants.create('reuse', { id: 1n, name: 'a' });
+    await store.plants.create('reuse', { id: 2n, name: 'b', tag: 't' });
+    const p = pages(1 << 20);
+    const first = await p.page('reuse', 1);
+    assert.equal(first.body, '[{"name":"a"}]');
+    assert.match(first.link!, /^<\/plants\?limit=1&cursor=[^>]+>; rel="next"$/);
+    const cursor = /cursor=([^>]+)>/.exec(first.link!)![1]!;
+    const last = await p.page('reuse', 1, cursor);
+    assert.deepEqual([last.body, last.link], ['[{"name":"b","tag":"t"}]', undefined]);
+    assert.equal(p.reads(), 2);
+    await turn();
+    assert.deepEqual(await p.page('reuse', 1), first);
+    assert.equal(p.reads(), 2, 'answered from memory');
+    // Another owner, another limit: other pages.
+    await p.page('someone-else', 1);
+    await p.page('reuse', 2);
+    assert.equal(p.reads(), 4);
+  });
+
+  it('reads again after a write through this store or another connection', async () => {
+    const p = pages(1 << 20);
+    assert.equal((await p.page('fresh', 10)).body, '[]');
+    await store.plants.create('fresh', { id: 1n, name: 'own' });
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"own"}]');
+    await other.plants.create('fresh', { id: 2n, name: 'theirs' });
+    await turn();
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"own"},{"name":"theirs"}]');
+    await other.plants.delete('fresh', 1n);
+    await turn();
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"theirs"}]');
+    assert.equal(p.reads(), 4);
+  });
+
+  it('reads every time with cacheBytes 0', async () => {
+    const p = pages(0);
+    await p.page('off', 10);
+    await p.page('off', 10);
+    assert.equal(p.reads(), 2);
   });
 });
