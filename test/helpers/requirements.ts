@@ -6,6 +6,8 @@
 //   import { before, describe, it, needs, requirement, tcpProbe } from './helpers/requirements.js';
 //
 //   const redis = await requirement('Redis at 127.0.0.1:6379', tcpProbe('127.0.0.1', 6379));
+//   // or commandProbe('/usr/bin/chromium'), commandProbe('/usr/sbin/pgbouncer'), commandProbe('promtool'),
+//   // or any function that throws (or rejects) saying what is wrong.
 //   needs(redis, () => {
 //     describe('rate limits shared through Redis', () => {
 //       before(connectRedis); // not registered when Redis is missing
@@ -14,7 +16,8 @@
 //   });
 //
 // Inside needs(), declare suites, tests and hooks with the functions exported
-// here; outside it they are exactly node:test's. Two node:test behaviours are
+// here; outside it they are exactly node:test's, and every suite in test/
+// takes them from here (a lint rule says so). Two node:test behaviours are
 // why this exists: a describe() with `skip` never runs its body, so its tests
 // vanish from the totals; and a suite's before() hooks run even when every
 // test in it is skipped.
@@ -84,18 +87,16 @@ export function commandProbe(command: string): () => Promise<void> {
     const candidates = command.includes('/')
       ? [command]
       : (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir || '.', command));
-    for (const path of candidates) {
-      if (
-        await access(path, constants.X_OK).then(
-          () => true,
-          () => false,
-        )
-      )
-        return;
-    }
+    for (const path of candidates) if (await isExecutable(path)) return;
     throw new Error(command.includes('/') ? `${command} is not an executable file` : `${command} is not on PATH`);
   };
 }
+
+const isExecutable = (path: string) =>
+  access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 
 /** (name, options?, fn?) as node:test takes them. */
 function testArgs(args: unknown[]): { name: string; options: TestOptions; fn: TestFn | undefined } {
