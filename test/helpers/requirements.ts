@@ -15,8 +15,9 @@
 //     });
 //   });
 //
-// Inside needs(), declare suites, tests and hooks with the functions exported
-// here; outside it they are exactly node:test's, and every suite in test/
+// describe/it/test and the hooks exported here are node:test's own, except
+// while a needs() body with a reason runs: then tests are registered skipped
+// (or failing, under CI=true) and hooks are dropped. So every suite in test/
 // takes them from here (a lint rule says so). Two node:test behaviours are
 // why this exists: a describe() with `skip` never runs its body, so its tests
 // vanish from the totals; and a suite's before() hooks run even when every
@@ -25,13 +26,21 @@ import { access, constants } from 'node:fs/promises';
 import net from 'node:net';
 import { delimiter, join } from 'node:path';
 import * as nodeTest from 'node:test';
-import type { HookFn, HookOptions, SuiteContext, TestFn, TestOptions } from 'node:test';
-
-type SuiteFn = (s: SuiteContext) => void;
+import type { TestFn, TestOptions } from 'node:test';
 
 const IN_CI = process.env.CI === 'true';
 
-/** What is missing for the suites being declared now (set only while a needs() body runs). */
+// Live bindings: needs() swaps them while its body declares tests, so that
+// outside it importers call node:test directly (and failures point at them).
+export let describe = nodeTest.describe;
+export let it = nodeTest.it;
+export let test = nodeTest.test;
+export let before = nodeTest.before;
+export let after = nodeTest.after;
+export let beforeEach = nodeTest.beforeEach;
+export let afterEach = nodeTest.afterEach;
+
+/** Why the tests being declared cannot run (set only while a needs() body runs). */
 let missing: string | undefined;
 
 /**
@@ -50,17 +59,23 @@ export async function requirement(name: string, probe: () => unknown): Promise<s
 
 /**
  * Declares the suites and tests of `body` (synchronous) with a requirement:
- * when `reason` is a string, this module's it/test register every test as
- * skipped with that reason (failing with it under CI=true), and its hooks
- * are not registered.
+ * when `reason` is a string, the it/test exported here register every test
+ * as skipped with that reason (failing with it under CI=true), and the hooks
+ * exported here register nothing.
  */
 export function needs(reason: string | undefined, body: () => void): void {
-  const outer = missing;
-  missing = outer ?? reason;
+  if (reason === undefined || missing !== undefined) return body();
+  const saved = { describe, it, test, before, after, beforeEach, afterEach };
+  missing = reason;
+  describe = unrunnableSuite(reason);
+  it = unrunnable(nodeTest.it, reason);
+  test = unrunnable(nodeTest.test, reason);
+  before = after = beforeEach = afterEach = () => {};
   try {
     body();
   } finally {
-    missing = outer;
+    missing = undefined;
+    ({ describe, it, test, before, after, beforeEach, afterEach } = saved);
   }
 }
 
@@ -106,56 +121,34 @@ function testArgs(args: unknown[]): { name: string; options: TestOptions; fn: Te
   return { name: typeof name === 'string' && name !== '' ? name : fn?.name || '<anonymous>', options, fn };
 }
 
-function declareTest(real: typeof nodeTest.it, args: unknown[]): Promise<void> {
-  if (missing === undefined) return (real as (...a: unknown[]) => Promise<void>)(...args);
-  const reason = missing;
-  const { name, options, fn } = testArgs(args);
-  if (IN_CI)
-    return real(name, options, () => {
-      throw new Error(`CI=true, so this may not be skipped: ${reason}`);
-    });
-  return real(name, { ...options, skip: reason }, fn);
-}
-
-export function it(name: string, fn?: TestFn): Promise<void>;
-export function it(name: string, options: TestOptions, fn?: TestFn): Promise<void>;
-export function it(...args: unknown[]): Promise<void> {
-  return declareTest(nodeTest.it, args);
-}
-
-export function test(name: string, fn?: TestFn): Promise<void>;
-export function test(name: string, options: TestOptions, fn?: TestFn): Promise<void>;
-export function test(...args: unknown[]): Promise<void> {
-  return declareTest(nodeTest.test, args);
-}
-
-export function describe(name: string, fn: SuiteFn): Promise<void>;
-export function describe(name: string, options: TestOptions, fn: SuiteFn): Promise<void>;
-export function describe(name: string, second: TestOptions | SuiteFn, third?: SuiteFn): Promise<void> {
-  const options = typeof second === 'function' ? {} : second;
-  const fn = (typeof second === 'function' ? second : third)!;
-  const reason = missing;
-  if (reason === undefined) return nodeTest.describe(name, options, fn);
-  return nodeTest.describe(name, options, (ctx) => {
-    // A test declared here with node:test's own it() would run against what
-    // is missing; say why it fails instead.
-    if (!IN_CI)
-      nodeTest.beforeEach(() => {
-        throw new Error(
-          `declared with node:test's own it/test, so it cannot be skipped (${reason}); declare it with it/test from test/helpers/requirements.js`,
-        );
+/** it/test that register a test which cannot run: skipped with the reason, or failing with it under CI=true. */
+function unrunnable(real: typeof nodeTest.it, reason: string): typeof nodeTest.it {
+  const declare = (...args: unknown[]) => {
+    const { name, options, fn } = testArgs(args);
+    if (IN_CI)
+      return real(name, options, () => {
+        throw new Error(`CI=true, so this may not be skipped: ${reason}`);
       });
-    needs(reason, () => fn(ctx));
-  });
-}
-
-function hook(real: typeof nodeTest.before): (fn?: HookFn, options?: HookOptions) => void {
-  return (fn, options) => {
-    if (missing === undefined) real(fn, options);
+    return real(name, { ...options, skip: reason }, fn);
   };
+  return Object.assign(declare, { skip: declare, todo: declare, only: declare }) as typeof nodeTest.it;
 }
 
-export const before = hook(nodeTest.before);
-export const after = hook(nodeTest.after);
-export const beforeEach = hook(nodeTest.beforeEach);
-export const afterEach = hook(nodeTest.afterEach);
+/** describe() whose body still runs, so its tests are declared (with the swapped it/test). */
+function unrunnableSuite(reason: string): typeof nodeTest.describe {
+  const declare = (...args: unknown[]) => {
+    const { name, options, fn } = testArgs(args);
+    return nodeTest.describe(name, options, (ctx) => {
+      // A test declared here with node:test's own it() would run against what
+      // is missing: make it fail, saying why.
+      if (!IN_CI)
+        nodeTest.beforeEach(() => {
+          throw new Error(
+            `declared with node:test's own it/test, so it cannot be skipped (${reason}); declare it with it/test from test/helpers/requirements.js`,
+          );
+        });
+      return (fn as unknown as nodeTest.SuiteFn | undefined)?.(ctx);
+    });
+  };
+  return Object.assign(declare, { skip: declare, todo: declare, only: declare }) as typeof nodeTest.describe;
+}
