@@ -46,7 +46,9 @@ let missing: string | undefined;
 /**
  * Probes for something a test needs. Resolves to undefined when `probe`
  * succeeds, or to the reason to give (`needs NAME: what went wrong`) when it
- * throws or rejects. Call it at the top of the test file (top-level await).
+ * throws or rejects. Await it at the top of the test file, before any test
+ * is declared (node:test starts a top-level test at once, so a file-level
+ * after() hook could run during the await).
  */
 export async function requirement(name: string, probe: () => unknown): Promise<string | undefined> {
   try {
