@@ -12,4 +12,25 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
     },
   },
+  {
+    // Suites take describe/it/hooks from requirements.js, so that tests needing
+    // something missing (PostgreSQL, Redis...) are reported as skipped, not lost.
+    files: ['test/*.ts', 'test/helpers/*.ts'],
+    ignores: ['test/helpers/requirements.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'node:test',
+              importNames: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+              message:
+                'Take describe/it/hooks from test/helpers/requirements.js: it reports tests that cannot run as skipped.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from './helpers/requirements.js';
 import {
   CLI_PATH,
   cleanEnv,

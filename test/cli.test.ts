@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import {
   TOKEN_ANYWHERE,
   TOKEN_SHAPE,

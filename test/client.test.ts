@@ -3,7 +3,7 @@
 // that is not exact, and built files that need nothing but fetch.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { before, after, describe, it } from 'node:test';
+import { before, after, describe, it } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';

@@ -1,7 +1,7 @@
 // --cors-origin: browser pages on allowed origins can call the API. Preflights
 // pass without a token; the requests that follow still need one.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { describeEachStore } from './helpers/stores.js';
 

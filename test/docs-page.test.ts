@@ -4,7 +4,7 @@
 // document and let a user paste a token and send a request.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, after } from './helpers/requirements.js';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildApp } from '../src/app/app.js';

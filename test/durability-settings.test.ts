@@ -1,7 +1,7 @@
 // --durability reaches the database: SQLite's synchronous pragma and
 // PostgreSQL's synchronous_commit for the server's connections.
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it } from './helpers/requirements.js';
 import { openSqlite } from '../src/store/sqlite/db-connect.sqlite.js';
 import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
 import { storeConfig } from '../src/config.js';

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { runCliInProcess as cli } from './helpers/cli.js';
 import { runCli as spawnCli, useProcessCleanup, type CliResult } from './helpers/server.js';

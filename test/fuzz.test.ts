@@ -7,7 +7,7 @@
 // PLANTS_FUZZ_SEED override them, so a failure's seed replays it).
 // A failure prints the seed and the shrunk command sequence.
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { after, before, it } from './helpers/requirements.js';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { buildApp } from '../src/app/app.js';

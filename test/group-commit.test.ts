@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import Database from 'better-sqlite3';
 import { openSqlite } from '../src/store/sqlite/db-connect.sqlite.js';
 import { GroupCommit } from '../src/store/sqlite/group-commit.js';

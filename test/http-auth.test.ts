@@ -2,7 +2,7 @@
 // expiry, revocation within 1 s, and authentication before the body is read.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { describe, it } from 'node:test';
+import { describe, it } from './helpers/requirements.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashToken, issueToken } from '../src/auth/tokens.js';

@@ -1,7 +1,7 @@
 // Every rejected request: status, the {"error": status, "message"} body with a
 // message naming what is wrong, a JSON content type, and nothing changed.
 import assert from 'node:assert/strict';
-import { before, describe, it } from 'node:test';
+import { before, describe, it } from './helpers/requirements.js';
 import { useApp, type AppHarness } from './helpers/app.js';
 import {
   createRaw,

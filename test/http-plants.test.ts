@@ -1,7 +1,7 @@
 // Create, list, delete over HTTP: the happy paths, idempotent retries and 409,
 // owner isolation, exact int64 ids, page size and keyset paging.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from './helpers/requirements.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { useApp, type AppHarness } from './helpers/app.js';
 import {

@@ -1,7 +1,7 @@
 // The verified-token cache on its own: bounded, keyed so that only the exact
 // token hits, and forgetting tokens whose key the issuer removed.
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { after, before, it } from './helpers/requirements.js';
 import { pino } from 'pino';
 import { JwtVerifier } from '../src/auth/jwt.js';
 import { loadConfig } from '../src/config.js';

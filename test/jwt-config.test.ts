@@ -2,7 +2,7 @@
 // with a clear message, and a real server logs why a JWT was refused (and
 // that the issuer could not be reached) without ever logging the token.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
 import { httpRequest, runCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';

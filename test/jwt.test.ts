@@ -3,7 +3,7 @@
 // token cache, and the 401/403 answers in the same shape as opaque tokens'.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { exportSPKI, UnsecuredJWT } from 'jose';

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, it } from 'node:test';
+import { after, it } from './helpers/requirements.js';
 import { promisify } from 'node:util';
 import { useApp } from './helpers/app.js';
 import { describeOnStore } from './helpers/stores.js';

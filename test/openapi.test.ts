@@ -2,7 +2,7 @@
 // service really answers. Real responses are validated against the schema the
 // document declares for their status, and every status seen must be documented.
 import assert from 'node:assert/strict';
-import { before, describe, it } from 'node:test';
+import { before, describe, it } from './helpers/requirements.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { LightMyRequestResponse } from 'fastify';

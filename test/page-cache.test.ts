@@ -2,7 +2,7 @@
 // another connection to the same SQLite file (another worker or server
 // process) must be visible to the very next request after it was acknowledged.
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { before, it } from './helpers/requirements.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';

@@ -6,7 +6,7 @@
 // and the process must survive and recover by itself.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   cliToken,

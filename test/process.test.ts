@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { before, it } from 'node:test';
+import { before, it } from './helpers/requirements.js';
 import {
   cliToken,
   delay,

@@ -5,7 +5,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI_PATH, migrateWithCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';

@@ -2,7 +2,7 @@
 // settings the code accepts (flag, environment variable, default).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { it } from 'node:test';
+import { it } from './helpers/requirements.js';
 import { SETTINGS } from '../src/config.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');

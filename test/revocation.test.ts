@@ -1,7 +1,7 @@
 // A token revoked with the CLI is refused by every running server within 1 s:
 // two server processes on one store, the CLI as a third process.
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { before, it } from './helpers/requirements.js';
 import {
   delay,
   httpRequest,

@@ -4,7 +4,7 @@
 // id end in one row, and instances starting together migrate safely.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   cliToken,

@@ -3,7 +3,7 @@
 // load is one summary line, not a screen of errors.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { before, it } from 'node:test';
+import { before, it } from './helpers/requirements.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   cliToken,

@@ -1,6 +1,6 @@
 // The PlantStore / TokenStore contract, run against every store.
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { before, it } from './helpers/requirements.js';
 import { hashToken, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
 import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';

@@ -3,7 +3,7 @@
 // the same digits, checked against the same int64 range with the same message,
 // and written the way a DELETE path writes it.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, deletePlant, expectError, jsonBody, listAll, newOwner } from './helpers/plants-http.js';
 import { describeEachStore } from './helpers/stores.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { after, before } from 'node:test';
+import { after, before } from './requirements.js';
 import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import type { Config } from '../../src/config.js';

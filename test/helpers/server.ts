@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, afterEach } from 'node:test';
+import { after, afterEach } from './requirements.js';
 import { fileURLToPath } from 'node:url';
 import { runCliInProcess } from './cli.js';
 

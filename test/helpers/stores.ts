@@ -1,18 +1,18 @@
 // The list of stores every contract and HTTP suite runs against (one suite,
 // looped over the stores). PostgreSQL comes from PLANTS_TEST_PG_URL; when it
-// cannot be reached its suites are reported as skipped, except under CI=true,
-// where that is a failure.
+// cannot be reached, every test of its suites is reported as skipped with the
+// reason (failing under CI=true), so suite bodies declare their tests and
+// hooks with it/describe/before/... from ./requirements.js, not node:test.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
+import { after, before, describe, needs, requirement } from './requirements.js';
 
 export const PG_URL = process.env.PLANTS_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const IN_CI = process.env.CI === 'true';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -26,20 +26,22 @@ export interface StoreFixture {
   open(overrides?: Partial<Config>): Promise<Store>;
 }
 
-async function postgresReachable(): Promise<string | undefined> {
+/** PG_URL without its password, fit for a skip reason. */
+function shown(url: string): string {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
+
+const pgMissing = await requirement(`PostgreSQL at ${shown(PG_URL)} (set PLANTS_TEST_PG_URL)`, async () => {
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
   try {
     await client.connect();
     await client.query('SELECT 1');
-    return undefined;
-  } catch (error) {
-    return (error as Error).message || String(error);
   } finally {
     await client.end().catch(() => {});
   }
-}
-
-const pgProblem = await postgresReachable();
+});
 
 export function withDatabase(url: string, database: string): string {
   const u = new URL(url);
@@ -107,27 +109,12 @@ export function describeEachStore(
 }
 
 export function describeOnStore(kind: StoreKind, title: string, body: (fx: StoreFixture) => void): void {
-  const name = `${title} [${kind}]`;
-  if (kind === 'postgres' && pgProblem) {
-    if (IN_CI) {
-      describe(name, () => {
-        it('needs PostgreSQL', () => {
-          throw new Error(`PostgreSQL at ${PG_URL} is unreachable and CI=true: ${pgProblem}`);
-        });
-      });
-    } else {
-      describe(
-        name,
-        { skip: `PostgreSQL at ${PG_URL} is unreachable (${pgProblem}); set PLANTS_TEST_PG_URL` },
-        () => {},
-      );
-    }
-    return;
-  }
-  describe(name, () => {
-    const fx = makeFixture(kind);
-    before(() => fx.setup());
-    after(() => fx.teardown());
-    body(fx);
-  });
+  needs(kind === 'postgres' ? pgMissing : undefined, () =>
+    describe(`${title} [${kind}]`, () => {
+      const fx = makeFixture(kind);
+      before(() => fx.setup());
+      after(() => fx.teardown());
+      body(fx);
+    }),
+  );
 }

@@ -1,0 +1,137 @@
+// List page reuse: a page is reused only under the change epoch it was read
+// at, the cache stays within its entry and byte bounds (oldest page first
+// out), and GET /plants pages come from a real SQLite store or, while nothing
+// changed, from memory.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ListPages, PageCache, type PageEntry } from '../../src/routes/page-cache.js';
+import type { PlantRecord } from '../../src/store/store.js';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
+
+const page = (epoch: number, body: string, link?: string): PageEntry => ({ epoch, body, link });
+
+describe('list page cache', () => {
+  it('returns a page only under the epoch it was stored at', () => {
+    const cache = new PageCache(1024);
+    const entry = page(7, '[{"name":"a"}]', '</plants?limit=1&cursor=x>; rel="next"');
+    cache.set('alice\n1\n', entry);
+    assert.deepEqual(cache.get('alice\n1\n', 7), entry);
+    assert.equal(cache.get('alice\n1\n', 8), undefined);
+    assert.equal(cache.get('alice\n2\n', 7), undefined);
+  });
+
+  it('replaces the page stored under the same key', () => {
+    const cache = new PageCache(10);
+    cache.set('k', page(1, '123456'));
+    cache.set('k', page(2, 'abcdef'));
+    // Counted once: 6 bytes, not 12, so it is still there.
+    assert.deepEqual(cache.get('k', 2), page(2, 'abcdef'));
+    assert.equal(cache.get('k', 1), undefined);
+  });
+
+  it('stays within maxBytes, dropping the oldest pages first', () => {
+    const cache = new PageCache(10);
+    cache.set('a', page(1, 'aaaa'));
+    cache.set('b', page(1, 'bbbb'));
+    cache.set('c', page(1, 'cccc'));
+    assert.equal(cache.get('a', 1), undefined);
+    assert.equal(cache.get('b', 1)?.body, 'bbbb');
+    assert.equal(cache.get('c', 1)?.body, 'cccc');
+  });
+
+  it('stays within maxEntries, dropping the oldest pages first', () => {
+    const cache = new PageCache(1024, 2);
+    for (const key of ['a', 'b', 'c']) cache.set(key, page(1, key));
+    assert.deepEqual(
+      ['a', 'b', 'c'].map((key) => cache.get(key, 1)?.body),
+      [undefined, 'b', 'c'],
+    );
+  });
+
+  it('does not keep a page larger than maxBytes', () => {
+    const cache = new PageCache(10);
+    cache.set('big', page(1, 'x'.repeat(11)));
+    assert.equal(cache.get('big', 1), undefined);
+    cache.set('small', page(1, 'y'.repeat(10)));
+    assert.equal(cache.get('small', 1)?.body, 'y'.repeat(10));
+  });
+
+  it('keeps nothing with maxBytes 0 (page reuse off)', () => {
+    const cache = new PageCache(0);
+    cache.set('k', page(1, '[]'));
+    assert.equal(cache.get('k', 1), undefined);
+  });
+});
+
+describe('list pages on SQLite', () => {
+  let dir: string;
+  let store: SqliteStore;
+  let other: SqliteStore;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'plant-store-list-pages-'));
+    store = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'normal' });
+    // A second connection to the same file, as another worker or process has.
+    other = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'normal', migrate: false });
+  });
+  after(async () => {
+    await other.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** ListPages over the store, counting the pages it had to read (serialize runs once per read). */
+  function pages(cacheBytes: number) {
+    let reads = 0;
+    const listPages = new ListPages(store.plants, cacheBytes);
+    const serialize = (plants: PlantRecord[]) => (reads++, JSON.stringify(plants));
+    return {
+      page: (owner: string, limit: number, cursor?: string) => listPages.page(owner, limit, cursor, serialize),
+      reads: () => reads,
+    };
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('reads a page with its Link, then reuses it while nothing changes', async () => {
+    await store.plants.create('reuse', { id: 1n, name: 'a' });
+    await store.plants.create('reuse', { id: 2n, name: 'b', tag: 't' });
+    const p = pages(1 << 20);
+    const first = await p.page('reuse', 1);
+    assert.equal(first.body, '[{"name":"a"}]');
+    assert.match(first.link!, /^<\/plants\?limit=1&cursor=[^>]+>; rel="next"$/);
+    const cursor = /cursor=([^>]+)>/.exec(first.link!)![1]!;
+    const last = await p.page('reuse', 1, cursor);
+    assert.deepEqual([last.body, last.link], ['[{"name":"b","tag":"t"}]', undefined]);
+    assert.equal(p.reads(), 2);
+    await turn();
+    assert.deepEqual(await p.page('reuse', 1), first);
+    assert.equal(p.reads(), 2, 'answered from memory');
+    // Another owner, another limit: other pages.
+    await p.page('someone-else', 1);
+    await p.page('reuse', 2);
+    assert.equal(p.reads(), 4);
+  });
+
+  it('reads again after a write through this store or another connection', async () => {
+    const p = pages(1 << 20);
+    assert.equal((await p.page('fresh', 10)).body, '[]');
+    await store.plants.create('fresh', { id: 1n, name: 'own' });
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"own"}]');
+    await other.plants.create('fresh', { id: 2n, name: 'theirs' });
+    await turn();
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"own"},{"name":"theirs"}]');
+    await other.plants.delete('fresh', 1n);
+    await turn();
+    assert.equal((await p.page('fresh', 10)).body, '[{"name":"theirs"}]');
+    assert.equal(p.reads(), 4);
+  });
+
+  it('reads every time with cacheBytes 0', async () => {
+    const p = pages(0);
+    await p.page('off', 10);
+    await p.page('off', 10);
+    assert.equal(p.reads(), 2);
+  });
+});
