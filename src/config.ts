@@ -104,12 +104,42 @@ export const SETTINGS = {
     kind: 'string',
     help: 'origins whose browser pages may call the API: "*", or a comma-separated list such as https://app.example.com; off by default',
   },
+  'admin-port': {
+    env: 'PLANTS_ADMIN_PORT',
+    default: 'off',
+    kind: 'port-or-off',
+    help: 'port of the admin listener on --host, serving /metrics, /healthz and /readyz (0 picks a free one); off: none',
+  },
+  'rate-limit': {
+    env: 'PLANTS_RATE_LIMIT',
+    default: 'off',
+    kind: 'rate',
+    help: 'requests per token owner: N/1s, N/1m or N/1h; off: no limit',
+  },
+  'auth-fail-limit': {
+    env: 'PLANTS_AUTH_FAIL_LIMIT',
+    default: '20/1m',
+    kind: 'rate',
+    help: 'failed authentications per client address (N/1s, N/1m, N/1h or off); applies when --rate-limit is on, or when set',
+  },
+  redis: {
+    env: 'PLANTS_REDIS_URL',
+    default: 'off',
+    kind: 'redis-url',
+    help: 'redis:// or rediss:// URL where every process keeps its rate-limit counters; off: each process counts alone',
+  },
+  'redis-key-prefix': {
+    env: 'PLANTS_REDIS_KEY_PREFIX',
+    default: 'plant-store:',
+    kind: 'string',
+    help: 'prefix of the rate-limit counter keys in Redis',
+  },
 } as const satisfies Record<
   string,
   {
     env: string;
     default: string;
-    kind: 'string' | 'int' | 'workers' | 'enum';
+    kind: 'string' | 'int' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
     values?: readonly string[];
     help: string;
   }
@@ -121,6 +151,15 @@ export type SettingName = keyof typeof SETTINGS;
 // (db-connect.postgres.ts); Node's setTimeout fires at once for delays past
 // INT32_MAX, which would fail every query.
 const MAX_STATEMENT_TIMEOUT_MS = INT32_MAX - 1001;
+
+const Rate = Type.Object({
+  max: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
+  windowMs: Type.Integer({ minimum: 1000 }),
+});
+/** A limit: at most `max` in each window of `windowMs`. */
+export type Rate = Static<typeof Rate>;
+
+const WINDOWS: Record<string, number> = { '1s': 1000, '1m': 60_000, '1h': 3_600_000 };
 
 const ConfigSchema = Type.Object({
   host: Type.String({ minLength: 1 }),
@@ -146,6 +185,11 @@ const ConfigSchema = Type.Object({
   jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
   /** "off", "*", or origins separated by commas (checked by loadConfig). */
   corsOrigin: Type.String({ minLength: 1 }),
+  adminPort: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
+  rateLimit: Type.Union([Rate, Type.Null()]),
+  authFailLimit: Type.Union([Rate, Type.Null()]),
+  redis: Type.Union([Type.String(), Type.Null()]),
+  redisKeyPrefix: Type.String({ maxLength: 200 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -168,7 +212,7 @@ function sourceLabel(name: SettingName, source: Source): string {
   return source === 'env' ? SETTINGS[name].env : `--${name}`;
 }
 
-function readValue(name: SettingName, raw: string, source: Source): string | number {
+function readValue(name: SettingName, raw: string, source: Source): string | number | Rate | null {
   const setting: (typeof SETTINGS)[SettingName] = SETTINGS[name];
   if (setting.kind === 'string') return raw;
   if (setting.kind === 'enum') {
@@ -178,6 +222,22 @@ function readValue(name: SettingName, raw: string, source: Source): string | num
     return value;
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
+  if (setting.kind === 'port-or-off' && raw === 'off') return null;
+  if (setting.kind === 'redis-url') {
+    if (raw === 'off') return null;
+    if (!/^rediss?:\/\/./i.test(raw))
+      throw new ConfigError(`${sourceLabel(name, source)} must be a redis:// or rediss:// URL, or off`);
+    return raw;
+  }
+  if (setting.kind === 'rate') {
+    if (raw === 'off') return null;
+    const m = /^(\d{1,10})\/(1s|1m|1h)$/.exec(raw);
+    if (!m || Number(m[1]) < 1)
+      throw new ConfigError(
+        `${sourceLabel(name, source)} must be N/1s, N/1m or N/1h with N >= 1, or off; got "${raw}"`,
+      );
+    return { max: Number(m[1]), windowMs: WINDOWS[m[2]!]! };
+  }
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${sourceLabel(name, source)} must be a whole number, got "${raw}"`);
   return Number(raw);
 }
@@ -224,6 +284,8 @@ export function loadConfig(
   if (dbProblem) throw new ConfigError(`${label('db')} ${dbProblem}`);
   const corsProblem = checkCorsOrigin(config.corsOrigin);
   if (corsProblem) throw new ConfigError(`${label('corsOrigin')} ${corsProblem}`);
+  // Failed authentications are limited along with --rate-limit, or on their own when asked for.
+  if (config.rateLimit === null && sources.get('auth-fail-limit') === 'default') config.authFailLimit = null;
   if (config.listDefaultLimit > config.listMaxLimit) {
     throw new ConfigError(
       `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,

@@ -6,6 +6,9 @@ import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
 import { jwtEnabled, type Config } from '../config.js';
 import { docsRoutes } from '../routes/docs.js';
+import { enableMetrics } from '../metrics/metrics.js';
+import { countingClientErrors, recordHttpMetrics, recordingFrameworkErrors } from '../plugins/metrics.js';
+import { registerRateLimits } from '../plugins/rate-limit.js';
 import { healthRoutes } from '../routes/health.js';
 import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
@@ -48,6 +51,9 @@ export interface AppOptions {
 
 /** The whole service as an unlistened Fastify instance. */
 export async function buildApp(config: Readonly<Config>, { store }: AppOptions): Promise<FastifyInstance> {
+  // Metrics are recorded only when something can read them: the admin listener.
+  const metrics = config.adminPort !== null;
+  if (metrics) enableMetrics();
   const app = Fastify({
     loggerInstance: createLogger(config),
     // One log line per request, written by the onResponse hook below.
@@ -62,8 +68,8 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
-    frameworkErrors,
-    clientErrorHandler,
+    frameworkErrors: metrics ? recordingFrameworkErrors(frameworkErrors) : frameworkErrors,
+    clientErrorHandler: metrics ? countingClientErrors(clientErrorHandler) : clientErrorHandler,
     // A pino child logger per request costs more than the rest of a list
     // request's own work; the request line below carries the request id instead.
     childLoggerFactory: (logger) => logger,
@@ -117,6 +123,9 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     });
   }
   refuseEarly(app, config.bodyLimit);
+  // Both hook into every route as it is declared, so they come before the routes.
+  if (metrics) recordHttpMetrics(app);
+  await registerRateLimits(app, config);
 
   await registerOpenApi(app);
 

@@ -1,3 +1,4 @@
+import { metricsOn, tokenCacheHits, tokenCacheMisses } from '../metrics/metrics.js';
 import type { TokenRecord, TokenStore } from '../store/store.js';
 import { hashToken } from './tokens.js';
 
@@ -24,14 +25,24 @@ export class TokenCache {
 
   /** The remembered lookup, or NOT_CACHED: lets the caller stay synchronous on a hit. */
   cached(token: string): TokenRecord | undefined | typeof NOT_CACHED {
+    const hit = this.#remembered(token);
+    if (metricsOn && hit !== NOT_CACHED) tokenCacheHits.inc();
+    return hit;
+  }
+
+  #remembered(token: string): TokenRecord | undefined | typeof NOT_CACHED {
     const hit = this.#entries.get(token);
     return hit !== undefined && hit.until > Date.now() ? hit.record : NOT_CACHED;
   }
 
   /** Keyed by the token itself, so a hit costs no hashing; only a miss hashes it to ask the store. */
   async lookup(token: string): Promise<TokenRecord | undefined> {
-    const hit = this.cached(token);
-    if (hit !== NOT_CACHED) return hit;
+    const hit = this.#remembered(token);
+    if (hit !== NOT_CACHED) {
+      if (metricsOn) tokenCacheHits.inc();
+      return hit;
+    }
+    if (metricsOn) tokenCacheMisses.inc();
     const until = Date.now() + this.ttlMs;
     const record = await this.store.findByHash(hashToken(token));
     if (this.ttlMs > 0) {

@@ -1,6 +1,11 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
+import type { FastifyInstance } from 'fastify';
 import { destination, pino, type Logger } from 'pino';
+import { startAdmin } from '../app/admin.js';
 import type { Config } from '../config.js';
+import { errors } from '../http/errors.js';
+import { clusterMetricsText } from '../metrics/metrics.js';
+import type { Store } from '../store/store.js';
 import type { CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
@@ -43,7 +48,8 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
     token = await bootstrapToken(store);
     if (!token) usable = await usableTokenCount(store);
   } finally {
-    await store.close();
+    // With an admin port the primary keeps the store open to answer /readyz.
+    if (config.adminPort === null) await store.close();
   }
   // Shown at once: the store keeps only its hash, so a failed start must not
   // lose it. With --port 0 the curl example waits for the port the workers get.
@@ -60,6 +66,14 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
   let listeningEvents = 0;
   let announcedPort: number | undefined;
   let stopping = false;
+  const admin =
+    config.adminPort === null
+      ? undefined
+      : await startPrimaryAdmin(config, log, store, () => {
+          if (stopping) return 'the server is shutting down';
+          const listening = [...live].filter((w) => everListened.has(w)).length;
+          return listening < config.workers ? `${listening} of ${config.workers} workers are listening` : undefined;
+        });
 
   const fork = () => {
     live.add(cluster.fork());
@@ -72,8 +86,10 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
 
     const finish = () => {
       stopListening();
-      if (failure) reject(failure);
-      else resolve(forcedBy ? exitCodeFor(forcedBy) : workerFailed ? 1 : 0);
+      void closeAdmin(admin, config.adminPort === null ? undefined : store).then(() => {
+        if (failure) reject(failure);
+        else resolve(forcedBy ? exitCodeFor(forcedBy) : workerFailed ? 1 : 0);
+      });
     };
 
     const shutdown = (why: Error | undefined) => {
@@ -152,4 +168,43 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
 
     for (let i = 0; i < config.workers; i++) fork();
   });
+}
+
+/**
+ * The primary's admin listener: /metrics sums every worker's metrics (the
+ * workers record; the primary asks each over IPC), /readyz is ready while
+ * every worker listens and the store answers.
+ */
+async function startPrimaryAdmin(
+  config: Readonly<Config>,
+  log: Logger,
+  store: Store,
+  notReady: () => string | undefined,
+): Promise<FastifyInstance> {
+  try {
+    return await startAdmin(config.host, config.adminPort!, {
+      logger: log,
+      metrics: async () => {
+        try {
+          return await clusterMetricsText();
+        } catch (error) {
+          log.error({ err: error }, 'collecting metrics from the workers failed');
+          throw errors.unavailable('metrics could not be collected from every worker, try again');
+        }
+      },
+      ready: async () => {
+        const why = notReady();
+        if (why !== undefined) throw errors.unavailable(why);
+        await store.ping();
+      },
+    });
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function closeAdmin(admin: FastifyInstance | undefined, store: Store | undefined): Promise<void> {
+  await admin?.close().catch(() => {});
+  await store?.close().catch(() => {});
 }

@@ -1,7 +1,11 @@
 import cluster from 'node:cluster';
+import type { FastifyInstance } from 'fastify';
+import { startAdmin } from '../app/admin.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
 import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
+import { errors } from '../http/errors.js';
+import { metricsText } from '../metrics/metrics.js';
 import { settingFlags, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
@@ -39,6 +43,9 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   // soon as it sees the "listening" line, before listen() has returned here.
   let listening: Promise<unknown> = new Promise(() => {});
   let stopListening = () => {};
+  // The admin listener (--admin-port) starts after the public one; a drain closes it too.
+  let admin: Promise<FastifyInstance | undefined> = Promise.resolve(undefined);
+  let draining = false;
   const exited = new Promise<number>((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const done = (code: number) => {
@@ -49,6 +56,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     };
     stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {
+        draining = true;
         app.log.info({ signal }, `shutting down: finishing in-flight requests (${forceHint(signal)})`);
         timer = setTimeout(() => {
           app.log.error('in-flight requests did not finish in time; exiting');
@@ -57,6 +65,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
         try {
           await listening.catch(() => {});
           await app.close();
+          await (await admin.catch(() => undefined))?.close();
           await store.close();
           done(0);
         } catch (error) {
@@ -79,6 +88,28 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     await app.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
+  }
+  // In a cluster the primary serves the admin port, with the sums over the workers.
+  if (config.adminPort !== null && !cluster.isWorker && !draining) {
+    admin = startAdmin(config.host, config.adminPort, {
+      logger: app.log,
+      metrics: metricsText,
+      // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
+      ready: async () => {
+        const res = await app
+          .inject({ method: 'GET', url: '/readyz' })
+          .catch(() => Promise.reject(errors.unavailable('the server is shutting down')));
+        if (res.statusCode !== 200) throw errors.unavailable(res.json<{ message?: string }>().message);
+      },
+    });
+    try {
+      await admin;
+    } catch (error) {
+      stopListening();
+      await app.close().catch(() => {});
+      await store.close().catch(() => {});
+      throw error;
+    }
   }
   if (token && config.port === 0) {
     const address = app.server.address();

@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'CONFLICT'
+  | 'TOO_MANY_REQUESTS'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'URI_TOO_LONG'
@@ -77,6 +78,9 @@ export const errors = {
       415,
       `unsupported Content-Encoding "${encoding.slice(0, 100)}": send the body uncompressed`,
     ),
+  /** Over a rate limit; the limiter sets Retry-After and the RateLimit headers. */
+  tooManyRequests: (message: string, headers: Readonly<Record<string, string>> = {}) =>
+    new AppError('TOO_MANY_REQUESTS', 429, message, headers),
   uriTooLong: () => new AppError('URI_TOO_LONG', 414, 'the request URL is too long'),
   headersTooLarge: () => new AppError('HEADERS_TOO_LARGE', 431, 'the request headers are too large'),
   internal: () => new AppError('INTERNAL', 500, 'internal server error'),

@@ -25,7 +25,7 @@ const Readiness = Type.Object(
 );
 
 export interface HealthOptions {
-  store: Store;
+  store: Pick<Store, 'ping'>;
   /** The JWT signing keys, when JWTs are accepted. */
   jwks?: { status(): JwksStatus } | undefined;
 }

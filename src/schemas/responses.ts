@@ -9,6 +9,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'The caller already has a plant with this id, with a different name or tag',
   413: 'The request body is larger than the configured limit',
   415: 'The request body is not application/json',
+  429: "Over the rate limit: the token's owner made too many requests, or this address sent too many invalid tokens",
   500: 'Unexpected server error (details are in the server log only)',
   503: 'The store is unreachable or the server is shutting down',
 };
@@ -25,6 +26,12 @@ const HEADERS: Record<number, Record<string, { type: 'string'; description: stri
       type: 'string',
       description: 'Bearer realm="plants", error="insufficient_scope", scope="<the scope needed>"',
     },
+  },
+  429: {
+    'retry-after': { type: 'string', description: 'Seconds until the limit resets' },
+    'ratelimit-limit': { type: 'string', description: 'Requests (or failed authentications) allowed per window' },
+    'ratelimit-remaining': { type: 'string', description: 'Left in the current window: 0' },
+    'ratelimit-reset': { type: 'string', description: 'Seconds until the window ends' },
   },
 };
 

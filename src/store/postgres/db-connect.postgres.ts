@@ -1,4 +1,6 @@
 import pg from 'pg';
+import type { Series } from '../../metrics/histogram.js';
+import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
 import type { PostgresConfig } from '../../config.js';
 
@@ -56,6 +58,7 @@ export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides 
   // needs the database fails to connect, surfaces as StoreUnavailableError,
   // and is logged with the 503 it turns into (and /readyz answers 503).
   pool.on('error', () => {});
+  trackPool(pool);
   return pool;
 }
 
@@ -112,12 +115,33 @@ function connectionSurvives(error: unknown): boolean {
   return !code.startsWith('08') && !code.startsWith('57P');
 }
 
+const queryTime = dbQueryDuration.series('postgres');
+const commitTime = dbCommitDuration.series('postgres');
+
 /**
  * Runs `work` on one pooled connection, mapping outages to StoreUnavailableError.
  * Used instead of pool.query, which discards the connection (and its prepared
  * statements) after any failed statement, even a constraint violation.
  */
-export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return metricsOn ? timed(queryTime, pool, work) : onPooledClient(pool, work);
+}
+
+/** withClient for work that writes: timed as a commit. */
+export function writeWithClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return metricsOn ? timed(commitTime, pool, work) : onPooledClient(pool, work);
+}
+
+async function timed<T>(series: Series, pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await onPooledClient(pool, work);
+  } finally {
+    series.observe((performance.now() - started) / 1000);
+  }
+}
+
+async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();

@@ -9,7 +9,7 @@ import {
   type PlantRecord,
   type PlantStore,
 } from '../store.js';
-import { withClient } from './db-connect.postgres.js';
+import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 /** What the create statement answers: inserted now, or the row already stored. */
 interface CreateRow {
@@ -111,7 +111,7 @@ export class PostgresPlantStore implements PlantStore {
   async create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     const tag = plant.tag ?? null;
     const values = [owner, plant.id.toString(), plant.name, tag];
-    const outcome = await withClient(this.pool, async (client): Promise<CreateOutcome | undefined> => {
+    const outcome = await writeWithClient(this.pool, async (client): Promise<CreateOutcome | undefined> => {
       // No row back means the insert hit a row committed after this
       // statement's snapshot (a racing create), so the read could not see it;
       // or that row was deleted again. A new statement has a new snapshot:
@@ -157,14 +157,14 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
-    const { rowCount } = await withClient(this.pool, (client) =>
+    const { rowCount } = await writeWithClient(this.pool, (client) =>
       client.query({ ...DELETE, values: [owner, id.toString()] }),
     );
     return rowCount === 1;
   }
 
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
-    return withClient(this.pool, async (client) => {
+    return writeWithClient(this.pool, async (client) => {
       await client.query('BEGIN');
       try {
         let inserted = 0;

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Scope, TokenRecord, TokenStore } from '../store.js';
-import { withClient } from './db-connect.postgres.js';
+import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 interface TokenRow {
   id: string;
@@ -64,12 +64,12 @@ export class PostgresTokenStore implements TokenStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async insert(t: TokenRecord, hash: Buffer): Promise<void> {
-    await withClient(this.pool, (client) => client.query({ ...INSERT, values: tokenValues(t, hash) }));
+    await writeWithClient(this.pool, (client) => client.query({ ...INSERT, values: tokenValues(t, hash) }));
   }
 
   async insertFirst(t: TokenRecord, hash: Buffer): Promise<boolean> {
     const values = tokenValues(t, hash);
-    return withClient(this.pool, async (client) => {
+    return writeWithClient(this.pool, async (client) => {
       await client.query('BEGIN');
       try {
         await client.query(FIRST_TOKEN_LOCK);
@@ -96,7 +96,9 @@ export class PostgresTokenStore implements TokenStore {
 
   async revoke(idOrHash: string | Buffer, at: Date): Promise<boolean> {
     const query = typeof idOrHash === 'string' ? REVOKE_BY_ID : REVOKE_BY_HASH;
-    const { rowCount } = await withClient(this.pool, (client) => client.query({ ...query, values: [at, idOrHash] }));
+    const { rowCount } = await writeWithClient(this.pool, (client) =>
+      client.query({ ...query, values: [at, idOrHash] }),
+    );
     return (rowCount ?? 0) > 0;
   }
 }

@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, type Cipher, type Decipher } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { dbQueryDuration, metricsOn } from '../../metrics/metrics.js';
 import {
   InvalidCursorError,
   StoreUnavailableError,
@@ -15,6 +16,8 @@ import type { WriterThread } from './writer-thread.js';
 
 /** A row of the plants table as list pages read it (raw mode: an array). */
 type PageRow = [seq: bigint, name: string, tag: string | null];
+
+const queryTime = dbQueryDuration.series('sqlite');
 
 /**
  * A cursor is one AES block: the row position and 8 bytes derived from the
@@ -100,7 +103,9 @@ export class SqlitePlantStore implements PlantStore {
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
     this.#ensureOpen();
     const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor);
+    const started = metricsOn ? performance.now() : 0;
     const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
+    if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
     const more = rows.length > limit;
     const n = more ? limit : rows.length;
     const plants: PlantRecord[] = new Array(n);

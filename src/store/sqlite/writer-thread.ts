@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
 import type { SqliteOptions } from './db-connect.sqlite.js';
 import type { WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
@@ -43,6 +44,10 @@ export class WriterThread {
   #failed: Error | undefined;
   #closed: Promise<void> | undefined;
   #drained: (() => void) | undefined;
+  /** When the batch in flight was handed to the thread (performance.now()), for the commit-time metric. */
+  #sentAt = 0;
+  readonly #commitSeries = dbCommitDuration.series('sqlite');
+  readonly #batchSeries = sqliteBatchSize.series();
 
   /** The thread starts with the first write, so read-only users (the CLI) never pay for it. */
   constructor(
@@ -98,12 +103,17 @@ export class WriterThread {
     this.#inFlight = this.#queue;
     this.#queue = [];
     this.#worker ??= this.#start();
+    if (metricsOn) this.#sentAt = performance.now();
     this.#worker.postMessage(this.#inFlight.map((p) => p.op));
   }
 
   #settle(outcomes: Outcome[]): void {
     const batch = this.#inFlight ?? [];
     this.#inFlight = undefined;
+    if (metricsOn) {
+      this.#commitSeries.observe((performance.now() - this.#sentAt) / 1000);
+      this.#batchSeries.observe(batch.length);
+    }
     if (outcomes.some((o) => o.ok)) this.onCommit();
     outcomes.forEach((o, i) => {
       const p = batch[i]!;

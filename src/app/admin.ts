@@ -1,0 +1,54 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { SECURITY_HEADERS } from '../http/headers.js';
+import { METRICS_CONTENT_TYPE } from '../metrics/metrics.js';
+import { healthRoutes } from '../routes/health.js';
+import { ErrorBody } from '../schemas/error.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
+
+export interface AdminOptions {
+  logger: FastifyBaseLogger;
+  /** The Prometheus text exposition (this process's, or the sum over the workers). */
+  metrics: () => Promise<string>;
+  /** Resolves when the service is ready; rejects with the reason it is not. */
+  ready: () => Promise<void>;
+}
+
+/**
+ * The admin listener (--admin-port): /metrics, /healthz and /readyz on a port
+ * of their own, so that metrics are never reachable on the public port. It
+ * logs no line per request: a scrape every few seconds would drown the log.
+ */
+export async function buildAdminApp({ logger, metrics, ready }: AdminOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors,
+    clientErrorHandler,
+    forceCloseConnections: true,
+  });
+  registerErrorHandling(app, 0, false);
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(SECURITY_HEADERS);
+    done();
+  });
+  app.addSchema(ErrorBody);
+  app.get('/metrics', async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await metrics()));
+  await app.register(healthRoutes, { store: { ping: ready } });
+  return app;
+}
+
+/** Builds the admin app and listens on `port` (0: a free one), logging where. */
+export async function startAdmin(host: string, port: number, options: AdminOptions): Promise<FastifyInstance> {
+  const app = await buildAdminApp(options);
+  try {
+    await app.listen({
+      host,
+      port,
+      listenTextResolver: (address) => `Admin listener (/metrics, /healthz, /readyz) at ${address}`,
+    });
+  } catch (error) {
+    await app.close().catch(() => {});
+    throw error;
+  }
+  return app;
+}

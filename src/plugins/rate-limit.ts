@@ -1,0 +1,146 @@
+import rateLimit, { normalizeIP, type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../auth/bearer.js';
+import type { Config, Rate } from '../config.js';
+import { AppError, errors } from '../http/errors.js';
+import { rateLimitRejections } from '../metrics/metrics.js';
+import { errorResponses } from '../schemas/responses.js';
+import { LocalCounter, RedisCounter, type RateCounter } from './rate-counter.js';
+
+const WINDOW_NAMES: Record<number, string> = { 1000: 'second', 60_000: 'minute', 3_600_000: 'hour' };
+const per = (rate: Rate) => `${rate.max} per ${WINDOW_NAMES[rate.windowMs] ?? `${rate.windowMs / 1000} s`}`;
+
+/** @fastify/rate-limit's store interface over our counter, so both limits share one Redis connection. */
+function storeOf(counter: RateCounter) {
+  return class CounterStore implements FastifyRateLimitStore {
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+    ): void {
+      counter.incr(key, timeWindow).then(
+        ({ count, ttlMs }) => callback(null, { current: count, ttl: ttlMs }),
+        (error: Error) => callback(error),
+      );
+    }
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  };
+}
+
+const principalOf = (request: FastifyRequest) => request.principal as Principal | null;
+
+/**
+ * Per token owner: every authenticated request counts, in the route's
+ * onRequest hooks right after the bearer check (which is what tells the
+ * owner) and before the body is read. Unauthenticated routes are not limited.
+ */
+async function limitOwners(app: FastifyInstance, counter: RateCounter, rate: Rate): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'onRequest',
+    max: rate.max,
+    timeWindow: rate.windowMs,
+    store: storeOf(counter),
+    // Fail open: when the counter cannot answer, the request is served.
+    skipOnError: true,
+    // RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (and Retry-After on a 429).
+    enableDraftSpec: true,
+    keyGenerator: (request) => `owner:${principalOf(request)?.owner ?? ''}`,
+    allowList: (request) => principalOf(request) === null,
+    onExceeded: () => rateLimitRejections.inc({ limit: 'owner' }),
+    errorResponseBuilder: (_request, context) =>
+      errors.tooManyRequests(
+        `rate limit exceeded: each token owner may make ${per(rate)} requests; retry in ${Math.ceil(context.ttl / 1000)} s`,
+      ),
+  });
+}
+
+/**
+ * Per client address, failed authentications only (an invalid, unknown,
+ * expired or revoked token): past the limit, every request from that address
+ * is refused with 429 before its token is looked at, until the window ends.
+ * The count is shared through the counter; the refusal is decided by each
+ * process from its own last count, so with several processes an address gets
+ * at most one extra failure per process before all of them refuse it.
+ */
+function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rate, maxBlocked = 100_000): void {
+  const blockedUntil = new Map<string, number>();
+  const clientOf = (request: FastifyRequest) => normalizeIP(request.ip);
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (blockedUntil.size === 0) return done();
+    const client = clientOf(request);
+    const until = blockedUntil.get(client);
+    if (until === undefined) return done();
+    const now = Date.now();
+    if (until <= now) {
+      blockedUntil.delete(client);
+      return done();
+    }
+    rateLimitRejections.inc({ limit: 'auth_failures' });
+    const seconds = String(Math.ceil((until - now) / 1000));
+    done(
+      errors.tooManyRequests(
+        `too many failed authentications from this address (at most ${per(rate)}); retry in ${seconds} s`,
+        {
+          'retry-after': seconds,
+          'ratelimit-limit': String(rate.max),
+          'ratelimit-remaining': '0',
+          'ratelimit-reset': seconds,
+        },
+      ),
+    );
+  });
+
+  app.addHook('onError', (request, _reply, error, done) => {
+    if (error instanceof AppError && error.code === 'INVALID_TOKEN') {
+      const client = clientOf(request);
+      counter.incr(`auth-failures:${client}`, rate.windowMs).then(
+        ({ count, ttlMs }) => {
+          if (count < rate.max) return;
+          if (!blockedUntil.has(client) && blockedUntil.size >= maxBlocked)
+            blockedUntil.delete(blockedUntil.keys().next().value!);
+          blockedUntil.set(client, Date.now() + ttlMs);
+        },
+        // Fail open; the counter has logged the outage.
+        () => {},
+      );
+    }
+    done();
+  });
+}
+
+/** Declares the 429 answer on the routes that need a token, so the OpenAPI document shows it. */
+function document429(app: FastifyInstance): void {
+  const tooMany = errorResponses(429);
+  app.addHook('onRoute', (route) => {
+    if (route.schema === undefined || (route.schema as { security?: unknown }).security === undefined) return;
+    route.schema = { ...route.schema, response: { ...(route.schema.response as object), ...tooMany } };
+  });
+}
+
+/**
+ * Rate limits, when configured: --rate-limit per token owner and
+ * --auth-fail-limit per client address, counted in Redis with --redis (shared
+ * by every process using it) or else in this process alone. Call before any
+ * route is declared. Nothing is registered when both limits are off.
+ */
+export async function registerRateLimits(
+  app: FastifyInstance,
+  config: Pick<Config, 'rateLimit' | 'authFailLimit' | 'redis' | 'redisKeyPrefix'>,
+): Promise<void> {
+  if (config.rateLimit === null && config.authFailLimit === null) return;
+  let counter: RateCounter;
+  if (config.redis === null) counter = new LocalCounter();
+  else {
+    const redis = new RedisCounter(config.redis, config.redisKeyPrefix, app.log);
+    await redis.connect();
+    counter = redis;
+  }
+  app.addHook('onClose', () => counter.close());
+  document429(app);
+  if (config.rateLimit !== null) await limitOwners(app, counter, config.rateLimit);
+  if (config.authFailLimit !== null) limitAuthFailures(app, counter, config.authFailLimit);
+}
