@@ -1,5 +1,5 @@
 import rateLimit, { normalizeIP, type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import type { Principal } from '../auth/bearer.js';
 import type { Config, Rate } from '../config.js';
 import { AppError, errors } from '../http/errors.js';
@@ -8,7 +8,7 @@ import { errorResponses } from '../schemas/responses.js';
 import { LocalCounter, RedisCounter, type RateCounter } from './rate-counter.js';
 
 const WINDOW_NAMES: Record<number, string> = { 1000: 'second', 60_000: 'minute', 3_600_000: 'hour' };
-const per = (rate: Rate) => `${rate.max} per ${WINDOW_NAMES[rate.windowMs] ?? `${rate.windowMs / 1000} s`}`;
+const windowName = (rate: Rate) => WINDOW_NAMES[rate.windowMs] ?? `${rate.windowMs / 1000} s`;
 
 /** @fastify/rate-limit's store interface over our counter, so both limits share one Redis connection. */
 function storeOf(counter: RateCounter) {
@@ -28,6 +28,10 @@ function storeOf(counter: RateCounter) {
     }
   };
 }
+
+/** The routes that take a bearer token declare it for the OpenAPI document. */
+const needsToken = (route: RouteOptions) =>
+  (route.schema as { security?: unknown } | undefined)?.security !== undefined;
 
 const principalOf = (request: FastifyRequest) => request.principal as Principal | null;
 
@@ -52,7 +56,7 @@ async function limitOwners(app: FastifyInstance, counter: RateCounter, rate: Rat
     onExceeded: () => rateLimitRejections.inc({ limit: 'owner' }),
     errorResponseBuilder: (_request, context) =>
       errors.tooManyRequests(
-        `rate limit exceeded: each token owner may make ${per(rate)} requests; retry in ${Math.ceil(context.ttl / 1000)} s`,
+        `rate limit exceeded: each token owner may make ${rate.max} requests per ${windowName(rate)}; retry in ${Math.ceil(context.ttl / 1000)} s`,
       ),
   });
 }
@@ -69,7 +73,7 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
   const blockedUntil = new Map<string, number>();
   const clientOf = (request: FastifyRequest) => normalizeIP(request.ip);
 
-  app.addHook('onRequest', (request, _reply, done) => {
+  const refuseBlocked: onRequestHookHandler = (request, _reply, done) => {
     if (blockedUntil.size === 0) return done();
     const client = clientOf(request);
     const until = blockedUntil.get(client);
@@ -83,7 +87,7 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
     const seconds = String(Math.ceil((until - now) / 1000));
     done(
       errors.tooManyRequests(
-        `too many failed authentications from this address (at most ${per(rate)}); retry in ${seconds} s`,
+        `too many failed authentications from this address (at most ${rate.max} per ${windowName(rate)}); retry in ${seconds} s`,
         {
           'retry-after': seconds,
           'ratelimit-limit': String(rate.max),
@@ -92,6 +96,11 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
         },
       ),
     );
+  };
+  // Only on the routes that take a token: health checks from the same address keep working.
+  app.addHook('onRoute', (route) => {
+    if (needsToken(route))
+      route.onRequest = [refuseBlocked, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
   });
 
   app.addHook('onError', (request, _reply, error, done) => {
@@ -116,7 +125,7 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
 function document429(app: FastifyInstance): void {
   const tooMany = errorResponses(429);
   app.addHook('onRoute', (route) => {
-    if (route.schema === undefined || (route.schema as { security?: unknown }).security === undefined) return;
+    if (!needsToken(route) || route.schema === undefined) return;
     route.schema = { ...route.schema, response: { ...(route.schema.response as object), ...tooMany } };
   });
 }
