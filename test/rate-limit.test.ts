@@ -1,0 +1,379 @@
+// Rate limits: --rate-limit per token owner, --auth-fail-limit per client
+// address, each process alone or shared through Redis (--redis), and what
+// happens while Redis is down.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { metricsText } from '../src/metrics/metrics.js';
+import { useApp } from './helpers/app.js';
+import { describeEachStore, describeOnStore } from './helpers/stores.js';
+import {
+  cliToken,
+  delay,
+  httpRequest,
+  migrateWithCli,
+  serveArgs,
+  startServer,
+  stopGracefully,
+  type HttpResponse,
+  type ServerProcess,
+} from './helpers/server.js';
+
+const IN_CI = process.env.CI === 'true';
+const REDIS_URL = process.env.PLANTS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Test options for a test that needs something: skipped with the reason when it is missing, except under CI=true. */
+function needs(problem: string | undefined): { skip?: string } {
+  return problem === undefined || IN_CI ? {} : { skip: problem };
+}
+
+/** Sends PING to a Redis server; resolves with why it did not answer PONG, or undefined. */
+function redisProblem(url: string): Promise<string | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port || 6379), hostname);
+    let data = '';
+    const done = (problem: string | undefined) => {
+      socket.destroy();
+      resolve(problem);
+    };
+    socket.setTimeout(2000, () => done(`Redis at ${url} did not answer within 2 s`));
+    socket.on('error', (error) => done(`Redis at ${url} is unreachable: ${error.message}`));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      data += d.toString();
+      if (data.includes('\r\n')) done(data.startsWith('+PONG') ? undefined : `Redis at ${url} answered ${data.trim()}`);
+    });
+  });
+}
+
+const sharedRedisProblem = await redisProblem(REDIS_URL);
+const redisServerProblem = spawnSync('redis-server', ['--version']).error
+  ? 'redis-server is not installed (apt-get install -y redis-server)'
+  : undefined;
+
+/** A key prefix of our own, so that test runs sharing a Redis never count into each other. */
+const testPrefix = () => `plant-store-test-${process.pid}-${randomBytes(4).toString('hex')}:`;
+
+describe('rate limit settings', () => {
+  it('reads N/1s, N/1m and N/1h, and off', () => {
+    const c = loadConfig({ 'rate-limit': '40/1m' }, {});
+    assert.deepEqual(c.rateLimit, { max: 40, windowMs: 60_000 });
+    assert.deepEqual(loadConfig({}, { PLANTS_RATE_LIMIT: '5/1s' }).rateLimit, { max: 5, windowMs: 1000 });
+    assert.deepEqual(loadConfig({ 'rate-limit': '7/1h' }, {}).rateLimit, { max: 7, windowMs: 3_600_000 });
+    assert.equal(loadConfig({ 'rate-limit': 'off' }, {}).rateLimit, null);
+    for (const bad of ['40', '40/2m', '0/1m', '-1/1m', '40/m', 'x/1s', '40/1m ']) {
+      assert.throws(
+        () => loadConfig({ 'rate-limit': bad }, {}),
+        (e: Error) => {
+          assert.ok(e instanceof ConfigError);
+          assert.match(e.message, /--rate-limit must be N\/1s, N\/1m or N\/1h/);
+          return true;
+        },
+      );
+    }
+    assert.throws(() => loadConfig({}, { PLANTS_RATE_LIMIT: '1/1d' }), /PLANTS_RATE_LIMIT must be/);
+  });
+
+  it('is off by default; failed authentications are limited along with --rate-limit (default 20/1m), or when set', () => {
+    const none = loadConfig({}, {});
+    assert.equal(none.rateLimit, null);
+    assert.equal(none.authFailLimit, null);
+    assert.equal(none.redis, null);
+    assert.deepEqual(loadConfig({ 'rate-limit': '40/1m' }, {}).authFailLimit, { max: 20, windowMs: 60_000 });
+    assert.equal(loadConfig({ 'rate-limit': '40/1m', 'auth-fail-limit': 'off' }, {}).authFailLimit, null);
+    assert.deepEqual(loadConfig({}, { PLANTS_AUTH_FAIL_LIMIT: '3/1s' }).authFailLimit, { max: 3, windowMs: 1000 });
+  });
+
+  it('takes a redis:// or rediss:// URL', () => {
+    assert.equal(loadConfig({ redis: 'redis://127.0.0.1:6379' }, {}).redis, 'redis://127.0.0.1:6379');
+    assert.equal(loadConfig({}, { PLANTS_REDIS_URL: 'rediss://r.example:6380/2' }).redis, 'rediss://r.example:6380/2');
+    assert.throws(() => loadConfig({ redis: 'http://x' }, {}), /--redis must be a redis:\/\/ or rediss:\/\/ URL/);
+  });
+});
+
+const remaining = (res: { headers: Record<string, unknown> }) => Number(res.headers['ratelimit-remaining']);
+
+describeEachStore('rate limits in one process', (fx) => {
+  const h = useApp(fx, {
+    rateLimit: { max: 3, windowMs: 60_000 },
+    authFailLimit: { max: 2, windowMs: 60_000 },
+    // Records metrics (the admin listener itself is not started by buildApp).
+    adminPort: 0,
+  });
+
+  it('lets each token owner make N requests per window, then answers 429 with the Error body and Retry-After', async () => {
+    const owner = `alice-${fx.kind}`;
+    const [t1, t2, bob] = [await h.token(owner), await h.token(owner), await h.token(`bob-${fx.kind}`)];
+    const rejectedBefore = /plant_store_rate_limit_rejections_total\{limit="owner"\} (\d+)/.exec(await metricsText());
+
+    const first = await h.request({ method: 'GET', url: '/plants', token: t1 });
+    assert.equal(first.statusCode, 200);
+    assert.equal(first.headers['ratelimit-limit'], '3');
+    assert.equal(remaining(first), 2);
+    assert.ok(Number(first.headers['ratelimit-reset']) > 0 && Number(first.headers['ratelimit-reset']) <= 60);
+    // Counted per owner, whichever of its tokens is used, on every route.
+    const second = await h.request({ method: 'POST', url: '/plants', token: t2, json: { id: 1, name: 'a' } });
+    assert.equal(second.statusCode, 200);
+    assert.equal(remaining(second), 1);
+    assert.equal(remaining(await h.request({ method: 'DELETE', url: '/plants/1', token: t1 })), 0);
+
+    const over = await h.request({ method: 'POST', url: '/plants', token: t1, json: { id: 2, name: 'b' } });
+    assert.equal(over.statusCode, 429);
+    assert.match(String(over.headers['content-type']), /^application\/json/);
+    const body = JSON.parse(over.body) as { error: number; message: string };
+    assert.equal(body.error, 429);
+    assert.match(
+      body.message,
+      /^rate limit exceeded: each token owner may make 3 requests per minute; retry in \d+ s$/,
+    );
+    assert.deepEqual(Object.keys(body).sort(), ['error', 'message']);
+    const retryAfter = Number(over.headers['retry-after']);
+    assert.ok(Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 60, String(retryAfter));
+    assert.equal(over.headers['ratelimit-remaining'], '0');
+    assert.equal(over.headers['ratelimit-limit'], '3');
+    // A refused write changes nothing.
+    assert.deepEqual((await h.store.plants.list(owner, 10)).plants, []);
+    assert.equal((await h.request({ method: 'GET', url: '/plants', token: t2 })).statusCode, 429);
+
+    // Other owners are unaffected, and so are requests without credentials and the health checks.
+    const other = await h.request({ method: 'GET', url: '/plants', token: bob });
+    assert.equal(other.statusCode, 200);
+    assert.equal(remaining(other), 2);
+    assert.equal((await h.request({ method: 'GET', url: '/plants' })).statusCode, 401);
+    const health = await h.request({ method: 'GET', url: '/healthz' });
+    assert.equal(health.statusCode, 200);
+    assert.equal(health.headers['ratelimit-limit'], undefined);
+
+    const rejectedAfter = /plant_store_rate_limit_rejections_total\{limit="owner"\} (\d+)/.exec(await metricsText());
+    assert.equal(Number(rejectedAfter?.[1]) - Number(rejectedBefore?.[1] ?? 0), 2);
+  });
+
+  it('refuses an address with 429 after N failed authentications, valid token or not, until the window ends', async () => {
+    const carol = await h.token(`carol-${fx.kind}`);
+    const bad = `plnt_${'x'.repeat(43)}`;
+    const from = (remoteAddress: string, token?: string) =>
+      h.request({ method: 'GET', url: '/plants', remoteAddress, ...(token === undefined ? {} : { token }) });
+
+    // Requests without credentials are not failed guesses.
+    for (let i = 0; i < 4; i++) assert.equal((await from('10.0.0.1')).statusCode, 401);
+    assert.equal((await from('10.0.0.1', carol)).statusCode, 200);
+
+    assert.equal((await from('10.0.0.1', bad)).statusCode, 401);
+    assert.equal((await from('10.0.0.1', 'plnt_short')).statusCode, 401);
+    await delay(10);
+    for (const token of [bad, carol]) {
+      const refused = await from('10.0.0.1', token);
+      assert.equal(refused.statusCode, 429);
+      const body = JSON.parse(refused.body) as { error: number; message: string };
+      assert.equal(body.error, 429);
+      assert.match(
+        body.message,
+        /^too many failed authentications from this address \(at most 2 per minute\); retry in \d+ s$/,
+      );
+      assert.ok(Number(refused.headers['retry-after']) > 0);
+      assert.equal(refused.headers['ratelimit-remaining'], '0');
+    }
+    // Another address, and the health checks of the refused one, are unaffected.
+    assert.equal((await from('10.0.0.2', carol)).statusCode, 200);
+    assert.equal((await from('10.0.0.2', bad)).statusCode, 401);
+    assert.equal((await h.request({ method: 'GET', url: '/healthz', remoteAddress: '10.0.0.1' })).statusCode, 200);
+    // IPv6 clients are counted by their /64.
+    assert.equal((await from('2001:db8::1', bad)).statusCode, 401);
+    assert.equal((await from('2001:db8::2', bad)).statusCode, 401);
+    await delay(10);
+    assert.equal((await from('2001:db8::3', carol)).statusCode, 429);
+  });
+
+  it('documents the 429 answer on the plant operations', async () => {
+    const doc = JSON.parse((await h.request({ method: 'GET', url: '/openapi.json' })).body) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    for (const [path, method] of [
+      ['/plants', 'get'],
+      ['/plants', 'post'],
+      ['/plants/{id}', 'delete'],
+    ] as const)
+      assert.ok(doc.paths[path]![method]!.responses['429'], `${method} ${path} documents 429`);
+    assert.equal(doc.paths['/healthz']!.get!.responses['429'], undefined);
+  });
+});
+
+/** Requests one at a time, each on a new connection, so that the workers of a cluster take turns. */
+async function sequentially(n: number, url: string, token: string): Promise<HttpResponse[]> {
+  const out: HttpResponse[] = [];
+  for (let i = 0; i < n; i++) out.push(await httpRequest(url, { token }));
+  return out;
+}
+
+const statuses = (responses: HttpResponse[]) => {
+  const counts: Record<number, number> = {};
+  for (const r of responses) counts[r.status] = (counts[r.status] ?? 0) + 1;
+  return counts;
+};
+
+/** The pids that wrote a request line for `url` (the log is buffered: wait for them). */
+async function servedBy(server: ServerProcess, url: string, expected: number): Promise<Set<unknown>> {
+  const pids = () =>
+    new Set(
+      server
+        .logLines()
+        .filter((l) => l.msg === 'request completed' && l.url === url)
+        .map((l) => l.pid),
+    );
+  await server.waitForOutput(() => pids().size >= expected, 5000).catch(() => {});
+  return pids();
+}
+
+describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
+  it(
+    'with --workers 2 --rate-limit 40/1m --redis, one token gets exactly 40 successful requests, other owners are unaffected',
+    needs(sharedRedisProblem),
+    async () => {
+      assert.equal(sharedRedisProblem, undefined, sharedRedisProblem);
+      await migrateWithCli(fx.db);
+      const [alice, bob] = [await cliToken(fx.db, 'alice'), await cliToken(fx.db, 'bob')];
+      const server = await startServer(
+        serveArgs(
+          fx.db,
+          '--workers',
+          '2',
+          '--rate-limit',
+          '40/1m',
+          '--redis',
+          REDIS_URL,
+          '--redis-key-prefix',
+          testPrefix(),
+        ),
+        { listeners: 2 },
+      );
+      try {
+        const answers = await sequentially(60, `${server.url}/plants?limit=1`, alice);
+        assert.deepEqual(statuses(answers), { 200: 40, 429: 20 });
+        assert.deepEqual(
+          answers.slice(0, 40).map(remaining),
+          Array.from({ length: 40 }, (_, i) => 39 - i),
+        );
+        assert.equal((await servedBy(server, '/plants?limit=1', 2)).size, 2, 'both workers served alice');
+
+        const other = await sequentially(10, `${server.url}/plants?limit=2`, bob);
+        assert.deepEqual(statuses(other), { 200: 10 });
+        assert.equal(remaining(other.at(-1)!), 30);
+      } finally {
+        await stopGracefully(server);
+      }
+    },
+  );
+});
+
+/** A private redis-server on a fixed port that the test stops and starts again. */
+class PrivateRedis {
+  #child: ChildProcess | undefined;
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      { stdio: 'ignore' },
+    );
+    this.#child = child;
+    const deadline = Date.now() + 10_000;
+    while ((await redisProblem(this.url)) !== undefined) {
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`redis-server did not start on ${this.port}`);
+      await delay(50);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describeOnStore('sqlite', 'a Redis outage', (fx) => {
+  let redis: PrivateRedis | undefined;
+  after(() => redis?.stop());
+
+  it(
+    'serves every request within 1 s while Redis is down, warns once per process, stays ready, and shares counters again when Redis is back',
+    needs(redisServerProblem),
+    async () => {
+      assert.equal(redisServerProblem, undefined, redisServerProblem);
+      redis = new PrivateRedis(await freePort());
+      await redis.start();
+      await migrateWithCli(fx.db);
+      const token = await cliToken(fx.db, 'alice');
+      const server = await startServer(
+        serveArgs(
+          fx.db,
+          '--workers',
+          '2',
+          '--rate-limit',
+          '5/1m',
+          '--redis',
+          redis.url,
+          '--redis-key-prefix',
+          testPrefix(),
+        ),
+        { listeners: 2 },
+      );
+      const warnings = () => server.logLines().filter((l) => /Redis is unreachable/.test(String(l.msg)));
+      const recoveries = () => server.logLines().filter((l) => /Redis answers again/.test(String(l.msg)));
+      try {
+        assert.deepEqual(statuses(await sequentially(3, `${server.url}/plants`, token)), { 200: 3 });
+
+        await redis.stop();
+        const started = performance.now();
+        const during: HttpResponse[] = [];
+        for (let i = 0; i < 12; i++) {
+          const t0 = performance.now();
+          during.push(await httpRequest(`${server.url}/plants`, { token }));
+          assert.ok(performance.now() - t0 < 1000, `request ${i} took ${Math.round(performance.now() - t0)} ms`);
+          await delay(150);
+        }
+        // Fail open: more than the limit, all served.
+        assert.deepEqual(statuses(during), { 200: 12 });
+        const ready = await httpRequest(`${server.url}/readyz`);
+        assert.equal(ready.status, 200, ready.body);
+        assert.ok(performance.now() - started > 1500, 'the outage lasted through several reconnect attempts');
+        await server.waitForOutput(() => warnings().length >= 2, 5000);
+        const warnedBy = warnings().map((l) => l.pid);
+        assert.equal(new Set(warnedBy).size, 2, `one warning per worker for this outage: ${warnedBy.join(', ')}`);
+        assert.equal(recoveries().length, 0);
+
+        await redis.start();
+        await server.waitForOutput(() => recoveries().length >= 2, 10_000);
+        // The restarted Redis is empty: the window starts again, shared by both workers.
+        const again = await sequentially(8, `${server.url}/plants?limit=3`, token);
+        assert.deepEqual(statuses(again), { 200: 5, 429: 3 });
+        assert.equal((await servedBy(server, '/plants?limit=3', 2)).size, 2, 'both workers served');
+        assert.equal(warnings().length, 2, 'no new warning after the recovery');
+      } finally {
+        await stopGracefully(server);
+      }
+    },
+  );
+});
