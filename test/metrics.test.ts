@@ -8,6 +8,9 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
+import { storeConfig } from '../src/config.js';
+import { metricsText } from '../src/metrics/metrics.js';
+import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
 import {
   delay,
@@ -357,5 +360,32 @@ describeOnStore('sqlite', 'a real Prometheus server', (fx) => {
       JSON.stringify(series),
     );
     await stopGracefully(server);
+  });
+});
+
+describeOnStore('postgres', 'PostgreSQL pool gauges', (fx) => {
+  it('report connections in use and requests waiting for one, summed over the live pools', async () => {
+    const config = storeConfig(fx.config({ pgPoolSize: 1 }));
+    assert.equal(config.kind, 'postgres');
+    if (config.kind !== 'postgres') return;
+    const pool = createPgPool(config.postgres);
+    const gauges = async () => {
+      const samples = parseExposition(await metricsText());
+      return [
+        valueOf(samples, 'plant_store_pg_pool_connections_in_use'),
+        valueOf(samples, 'plant_store_pg_pool_waiting_requests'),
+      ];
+    };
+    try {
+      const base = await gauges();
+      const held = await pool.connect();
+      const waiting = pool.connect();
+      assert.deepEqual(await gauges(), [base[0]! + 1, base[1]! + 1]);
+      held.release();
+      (await waiting).release();
+      assert.deepEqual(await gauges(), base);
+    } finally {
+      await pool.end();
+    }
   });
 });

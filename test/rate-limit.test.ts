@@ -154,6 +154,11 @@ describeEachStore('rate limits in one process', (fx) => {
 
   it('refuses an address with 429 after N failed authentications, valid token or not, until the window ends', async () => {
     const carol = await h.token(`carol-${fx.kind}`);
+    const rejected = async () =>
+      Number(
+        /plant_store_rate_limit_rejections_total\{limit="auth_failures"\} (\d+)/.exec(await metricsText())?.[1] ?? 0,
+      );
+    const rejectedBefore = await rejected();
     const bad = `plnt_${'x'.repeat(43)}`;
     const from = (remoteAddress: string, token?: string) =>
       h.request({ method: 'GET', url: '/plants', remoteAddress, ...(token === undefined ? {} : { token }) });
@@ -177,6 +182,7 @@ describeEachStore('rate limits in one process', (fx) => {
       assert.ok(Number(refused.headers['retry-after']) > 0);
       assert.equal(refused.headers['ratelimit-remaining'], '0');
     }
+    assert.equal((await rejected()) - rejectedBefore, 2);
     // Another address, and the health checks of the refused one, are unaffected.
     assert.equal((await from('10.0.0.2', carol)).statusCode, 200);
     assert.equal((await from('10.0.0.2', bad)).statusCode, 401);
