@@ -277,11 +277,15 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
         );
       await server.waitForOutput(() => servedBy().size === 2, 5000);
 
-      const { samples } = await scrape(admin);
+      const { text, samples } = await scrape(admin);
       assert.equal(
         valueOf(samples, 'plant_store_http_request_duration_seconds_count', requests('GET', '/plants', 200)),
         n,
       );
+      if (promtoolProblem === undefined) {
+        const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+        assert.equal(r.status, 0, `promtool on the summed metrics: ${r.stdout}${r.stderr}`);
+      }
       // Process metrics are summed too: two workers' memory.
       assert.ok(valueOf(samples, 'process_resident_memory_bytes')! > 20_000_000);
       const ready = await httpRequest(`${admin}/readyz`);
