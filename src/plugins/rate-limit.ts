@@ -29,9 +29,11 @@ function storeOf(counter: RateCounter) {
   };
 }
 
-/** The routes that take a bearer token declare it for the OpenAPI document. */
-const needsToken = (route: RouteOptions) =>
-  (route.schema as { security?: unknown } | undefined)?.security !== undefined;
+/** The routes that take a bearer token declare it for the OpenAPI document (open ones declare `security: []`). */
+const needsToken = (route: RouteOptions) => {
+  const security = (route.schema as { security?: unknown } | undefined)?.security;
+  return Array.isArray(security) && security.length > 0;
+};
 
 const principalOf = (request: FastifyRequest) => request.principal as Principal | null;
 
