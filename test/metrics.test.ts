@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, it } from 'node:test';
 import { storeConfig } from '../src/config.js';
 import { metricsText } from '../src/metrics/metrics.js';
 import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
+import { after, before, commandProbe, it, needs, requirement } from './helpers/requirements.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
 import {
   delay,
@@ -24,21 +24,8 @@ import {
   type ServerProcess,
 } from './helpers/server.js';
 
-const IN_CI = process.env.CI === 'true';
-
-/** Test options for a test that needs a tool: skipped with the reason when it is missing, except under CI=true. */
-function needs(problem: string | undefined): { skip?: string } {
-  return problem === undefined || IN_CI ? {} : { skip: problem };
-}
-
-function missingTool(command: string, args: string[]): string | undefined {
-  const r = spawnSync(command, args, { encoding: 'utf8' });
-  if (r.error) return `${command} is not installed (apt-get install -y prometheus): ${r.error.message}`;
-  return undefined;
-}
-
-const promtoolProblem = missingTool('promtool', ['--version']);
-const prometheusProblem = missingTool('prometheus', ['--version']);
+const promtool = await requirement('promtool (Debian package prometheus)', commandProbe('promtool'));
+const prometheusServer = await requirement('prometheus (Debian package prometheus)', commandProbe('prometheus'));
 
 const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
 
@@ -241,11 +228,12 @@ describeEachStore('metrics on the admin port', (fx) => {
     assert.ok(valueOf(samples, 'nodejs_eventloop_lag_seconds')! >= 0);
   });
 
-  it('is accepted by promtool check metrics (parser and linter)', needs(promtoolProblem), async () => {
-    assert.equal(promtoolProblem, undefined, promtoolProblem);
-    const { text } = await scrape(admin);
-    const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-    assert.equal(r.status, 0, `promtool: ${r.stdout}${r.stderr}`);
+  needs(promtool, () => {
+    it('is accepted by promtool check metrics (parser and linter)', async () => {
+      const { text } = await scrape(admin);
+      const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      assert.equal(r.status, 0, `promtool: ${r.stdout}${r.stderr}`);
+    });
   });
 });
 
@@ -282,7 +270,7 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
         valueOf(samples, 'plant_store_http_request_duration_seconds_count', requests('GET', '/plants', 200)),
         n,
       );
-      if (promtoolProblem === undefined) {
+      if (promtool === undefined) {
         const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
         assert.equal(r.status, 0, `promtool on the summed metrics: ${r.stdout}${r.stderr}`);
       }
@@ -297,75 +285,76 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
   });
 });
 
-describeOnStore('sqlite', 'a real Prometheus server', (fx) => {
-  useProcessCleanup();
-  let prometheus: ChildProcess | undefined;
-  let dir = '';
-  after(async () => {
-    if (prometheus && prometheus.exitCode === null) {
-      const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
-      prometheus.kill('SIGKILL');
-      await exited;
-    }
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+needs(prometheusServer, () =>
+  describeOnStore('sqlite', 'a real Prometheus server', (fx) => {
+    useProcessCleanup();
+    let prometheus: ChildProcess | undefined;
+    let dir = '';
+    after(async () => {
+      if (prometheus && prometheus.exitCode === null) {
+        const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
+        prometheus.kill('SIGKILL');
+        await exited;
+      }
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
 
-  it('scrapes the admin port: up == 1 and our series are stored', needs(prometheusProblem), async () => {
-    assert.equal(prometheusProblem, undefined, prometheusProblem);
-    const server = await startServer(serveArgs(fx.db, '--admin-port', '0'));
-    const admin = new URL(await adminUrlOf(server));
-    const token = tokensIn(server.stderr)[0]!;
-    assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
+    it('scrapes the admin port: up == 1 and our series are stored', async () => {
+      const server = await startServer(serveArgs(fx.db, '--admin-port', '0'));
+      const admin = new URL(await adminUrlOf(server));
+      const token = tokensIn(server.stderr)[0]!;
+      assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
 
-    dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'));
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      [
-        'global:',
-        '  scrape_interval: 1s',
-        'scrape_configs:',
-        '  - job_name: plant-store',
-        '    static_configs:',
-        `      - targets: ['${admin.host}']`,
-      ].join('\n'),
-    );
-    const port = await freePort();
-    prometheus = spawn(
-      'prometheus',
-      [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let log = '';
-    prometheus.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
+      dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'));
+      writeFileSync(
+        join(dir, 'prometheus.yml'),
+        [
+          'global:',
+          '  scrape_interval: 1s',
+          'scrape_configs:',
+          '  - job_name: plant-store',
+          '    static_configs:',
+          `      - targets: ['${admin.host}']`,
+        ].join('\n'),
+      );
+      const port = await freePort();
+      prometheus = spawn(
+        'prometheus',
+        [
+          `--config.file=${join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let log = '';
+      prometheus.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
 
-    const query = async (q: string) => {
-      const res = await httpRequest(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`);
-      if (res.status !== 200) return [];
-      return (
-        JSON.parse(res.body) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } }
-      ).data.result;
-    };
-    const deadline = Date.now() + 30_000;
-    let up: Awaited<ReturnType<typeof query>> = [];
-    let series: typeof up = [];
-    while (Date.now() < deadline) {
-      up = await query('up{job="plant-store"}').catch(() => []);
-      series = await query('plant_store_http_request_duration_seconds_count{route="/plants"}').catch(() => []);
-      if (up[0]?.value[1] === '1' && series.length > 0) break;
-      await delay(500);
-    }
-    assert.equal(up[0]?.value[1], '1', `Prometheus never saw the target up:\n${log.slice(-3000)}`);
-    assert.ok(
-      series.some((s) => s.metric.method === 'GET' && s.metric.status_code === '200' && Number(s.value[1]) >= 1),
-      JSON.stringify(series),
-    );
-    await stopGracefully(server);
-  });
-});
+      const query = async (q: string) => {
+        const res = await httpRequest(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`);
+        if (res.status !== 200) return [];
+        return (
+          JSON.parse(res.body) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } }
+        ).data.result;
+      };
+      const deadline = Date.now() + 30_000;
+      let up: Awaited<ReturnType<typeof query>> = [];
+      let series: typeof up = [];
+      while (Date.now() < deadline) {
+        up = await query('up{job="plant-store"}').catch(() => []);
+        series = await query('plant_store_http_request_duration_seconds_count{route="/plants"}').catch(() => []);
+        if (up[0]?.value[1] === '1' && series.length > 0) break;
+        await delay(500);
+      }
+      assert.equal(up[0]?.value[1], '1', `Prometheus never saw the target up:\n${log.slice(-3000)}`);
+      assert.ok(
+        series.some((s) => s.metric.method === 'GET' && s.metric.status_code === '200' && Number(s.value[1]) >= 1),
+        JSON.stringify(series),
+      );
+      await stopGracefully(server);
+    });
+  }),
+);
 
 describeOnStore('postgres', 'PostgreSQL pool gauges', (fx) => {
   it('report connections in use and requests waiting for one, summed over the live pools', async () => {

@@ -2,13 +2,13 @@
 // address, each process alone or shared through Redis (--redis), and what
 // happens while Redis is down.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { metricsText } from '../src/metrics/metrics.js';
 import { useApp } from './helpers/app.js';
+import { after, commandProbe, describe, it, needs, requirement } from './helpers/requirements.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
 import {
   cliToken,
@@ -22,13 +22,7 @@ import {
   type ServerProcess,
 } from './helpers/server.js';
 
-const IN_CI = process.env.CI === 'true';
 const REDIS_URL = process.env.PLANTS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** Test options for a test that needs something: skipped with the reason when it is missing, except under CI=true. */
-function needs(problem: string | undefined): { skip?: string } {
-  return problem === undefined || IN_CI ? {} : { skip: problem };
-}
 
 /** Sends PING to a Redis server; resolves with why it did not answer PONG, or undefined. */
 function redisProblem(url: string): Promise<string | undefined> {
@@ -50,10 +44,11 @@ function redisProblem(url: string): Promise<string | undefined> {
   });
 }
 
-const sharedRedisProblem = await redisProblem(REDIS_URL);
-const redisServerProblem = spawnSync('redis-server', ['--version']).error
-  ? 'redis-server is not installed (apt-get install -y redis-server)'
-  : undefined;
+const sharedRedis = await requirement(`Redis at ${REDIS_URL} (set PLANTS_TEST_REDIS_URL)`, async () => {
+  const problem = await redisProblem(REDIS_URL);
+  if (problem !== undefined) throw new Error(problem);
+});
+const redisServer = await requirement('redis-server (Debian package redis-server)', commandProbe('redis-server'));
 
 /** A key prefix of our own, so that test runs sharing a Redis never count into each other. */
 const testPrefix = () => `plant-store-test-${process.pid}-${randomBytes(4).toString('hex')}:`;
@@ -234,12 +229,9 @@ async function servedBy(server: ServerProcess, url: string, expected: number): P
   return pids();
 }
 
-describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
-  it(
-    'with --workers 2 --rate-limit 40/1m --redis, one token gets exactly 40 successful requests, other owners are unaffected',
-    needs(sharedRedisProblem),
-    async () => {
-      assert.equal(sharedRedisProblem, undefined, sharedRedisProblem);
+needs(sharedRedis, () =>
+  describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
+    it('with --workers 2 --rate-limit 40/1m --redis, one token gets exactly 40 successful requests, other owners are unaffected', async () => {
       await migrateWithCli(fx.db);
       const [alice, bob] = [await cliToken(fx.db, 'alice'), await cliToken(fx.db, 'bob')];
       const server = await startServer(
@@ -271,9 +263,9 @@ describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
       } finally {
         await stopGracefully(server);
       }
-    },
-  );
-});
+    });
+  }),
+);
 
 /** A private redis-server on a fixed port that the test stops and starts again. */
 class PrivateRedis {
@@ -319,15 +311,12 @@ function freePort(): Promise<number> {
   });
 }
 
-describeOnStore('sqlite', 'a Redis outage', (fx) => {
-  let redis: PrivateRedis | undefined;
-  after(() => redis?.stop());
+needs(redisServer, () =>
+  describeOnStore('sqlite', 'a Redis outage', (fx) => {
+    let redis: PrivateRedis | undefined;
+    after(() => redis?.stop());
 
-  it(
-    'serves every request within 1 s while Redis is down, warns once per process, stays ready, and shares counters again when Redis is back',
-    needs(redisServerProblem),
-    async () => {
-      assert.equal(redisServerProblem, undefined, redisServerProblem);
+    it('serves every request within 1 s while Redis is down, warns once per process, stays ready, and shares counters again when Redis is back', async () => {
       redis = new PrivateRedis(await freePort());
       await redis.start();
       await migrateWithCli(fx.db);
@@ -380,6 +369,6 @@ describeOnStore('sqlite', 'a Redis outage', (fx) => {
       } finally {
         await stopGracefully(server);
       }
-    },
-  );
-});
+    });
+  }),
+);
