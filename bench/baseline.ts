@@ -1,127 +1,114 @@
-// The baseline: the smallest Fastify server that honours the same contract as
-// the service for the three benchmarked routes (bearer check through a Map of
-// sha256 hashes, the same JSON bodies and status codes) but keeps plants in a
-// Map. Measuring it next to the service shows what the service's storage,
-// validation and hooks cost on top of Fastify itself. Run as its own process:
-//   BENCH_TOKEN=... node dist/bench/baseline.js --port 0 --preload 10000
+// The baseline: the smallest Fastify server with the service's three plant
+// routes, the same bearer check (a sha256 lookup), the same JSON bodies,
+// status codes and Link cursors, but plants in memory and no logging.
+//   node dist/bench/baseline.js SPEC.json PORT
+// SPEC.json: {"owners": [{"owner", "token", "rows"}]}; plant ids 1..rows each.
 import { createHash } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import { BENCH_OWNER, plantsUpTo } from './plant-data.js';
+import { plantBody } from './scenarios.js';
 
-interface StoredPlant {
+interface Plant {
   name: string;
   tag?: string;
 }
+/** Plants in insertion order (a deleted one leaves a hole) and where each id sits. */
+interface Shelf {
+  rows: (Plant | undefined)[];
+  at: Map<string, number>;
+}
 
-const LIST_DEFAULT_LIMIT = 1000;
-const LIST_MAX_LIMIT = 1000;
-
+const MAX_LIMIT = 1000;
 const hash = (token: string) => createHash('sha256').update(token).digest('base64');
+const fail = (reply: FastifyReply, status: number, message: string) =>
+  reply.code(status).send({ error: status, message });
 
 const PlantSchema = {
   type: 'object',
   properties: { name: { type: 'string' }, tag: { type: 'string' } },
   required: ['name'],
-} as const;
+};
 const ErrorSchema = {
   type: 'object',
   properties: { error: { type: 'integer' }, message: { type: 'string' } },
-  required: ['error', 'message'],
-} as const;
+};
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
 
-function fail(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).send({ error: status, message });
+const spec = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  owners: { owner: string; token: string; rows: number }[];
+};
+const owners = new Map<string, string>();
+const shelves = new Map<string, Shelf>();
+for (const { owner, token, rows } of spec.owners) {
+  owners.set(hash(token), owner);
+  const shelf: Shelf = { rows: [], at: new Map() };
+  for (let id = 1; id <= rows; id++) {
+    const { name, tag } = plantBody(id);
+    shelf.at.set(String(id), shelf.rows.push(tag === undefined ? { name } : { name, tag }) - 1);
+  }
+  shelves.set(owner, shelf);
 }
 
-export function buildBaseline(tokens: ReadonlyMap<string, string>, plants: Map<string, Map<string, StoredPlant>>) {
-  const app = Fastify({ logger: false });
-  const ownerOf = new WeakMap<FastifyRequest, string>();
-  const plantsOf = (owner: string) => {
-    let m = plants.get(owner);
-    if (!m) plants.set(owner, (m = new Map()));
-    return m;
-  };
+const app = Fastify({ logger: false });
+const shelfOf = new WeakMap<FastifyRequest, Shelf>();
+app.addHook('onRequest', (request, reply, done) => {
+  const header = request.headers.authorization;
+  const owner = header?.startsWith('Bearer ') ? owners.get(hash(header.slice(7))) : undefined;
+  if (owner === undefined) return void fail(reply, 401, 'invalid bearer token');
+  shelfOf.set(request, shelves.get(owner)!);
+  done();
+});
 
-  app.addHook('onRequest', async (request, reply) => {
-    const header = request.headers.authorization;
-    const owner = header?.startsWith('Bearer ') ? tokens.get(hash(header.slice(7))) : undefined;
-    if (owner === undefined) return fail(reply, 401, 'invalid bearer token');
-    ownerOf.set(request, owner);
-  });
+app.post<{ Body: { id?: unknown; name?: unknown; tag?: unknown } }>(
+  '/plants',
+  { schema: { response: { 200: PlantSchema, ...errors } } },
+  async (request, reply) => {
+    const { id, name, tag } = request.body ?? {};
+    if (!Number.isSafeInteger(id) || typeof name !== 'string' || (tag !== undefined && typeof tag !== 'string'))
+      return fail(reply, 400, 'body must be {id: integer, name: string, tag?: string}');
+    const shelf = shelfOf.get(request)!;
+    const key = String(id);
+    const at = shelf.at.get(key);
+    const existing = at === undefined ? undefined : shelf.rows[at];
+    if (existing && (existing.name !== name || existing.tag !== tag)) return fail(reply, 409, `plant ${key} exists`);
+    const plant: Plant = tag === undefined ? { name } : { name, tag };
+    if (!existing) shelf.at.set(key, shelf.rows.push(plant) - 1);
+    return plant;
+  },
+);
 
-  const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
+app.get<{ Querystring: { limit?: string; cursor?: string } }>(
+  '/plants',
+  { schema: { response: { 200: { type: 'array', items: PlantSchema }, ...errors } } },
+  async (request, reply) => {
+    const { limit: rawLimit, cursor } = request.query;
+    const limit = Math.min(rawLimit === undefined ? MAX_LIMIT : Number(rawLimit), MAX_LIMIT);
+    const from = cursor === undefined ? 0 : Number(Buffer.from(cursor, 'base64url').toString());
+    if (!Number.isInteger(limit) || limit < 1 || !Number.isInteger(from) || from < 0)
+      return fail(reply, 400, 'bad limit or cursor');
+    const { rows } = shelfOf.get(request)!;
+    const page: Plant[] = [];
+    let i = from;
+    for (; i < rows.length && page.length < limit; i++) if (rows[i]) page.push(rows[i]!);
+    while (i < rows.length && !rows[i]) i++;
+    if (i < rows.length)
+      void reply.header(
+        'link',
+        `</plants?limit=${limit}&cursor=${Buffer.from(String(i)).toString('base64url')}>; rel="next"`,
+      );
+    return page;
+  },
+);
 
-  app.post<{ Body: { id?: unknown; name?: unknown; tag?: unknown } }>(
-    '/plants',
-    { schema: { response: { 200: PlantSchema, ...errors } } },
-    async (request, reply) => {
-      const { id, name, tag } = request.body ?? {};
-      if (
-        !Number.isSafeInteger(id) ||
-        typeof name !== 'string' ||
-        name === '' ||
-        (tag !== undefined && typeof tag !== 'string')
-      ) {
-        return fail(reply, 400, 'body must be {id: integer, name: string, tag?: string}');
-      }
-      const mine = plantsOf(ownerOf.get(request)!);
-      const key = String(id);
-      const existing = mine.get(key);
-      if (existing && (existing.name !== name || existing.tag !== tag)) return fail(reply, 409, `plant ${key} exists`);
-      const plant: StoredPlant = tag === undefined ? { name } : { name, tag };
-      if (!existing) mine.set(key, plant);
-      return plant;
-    },
-  );
+app.delete<{ Params: { id: string } }>('/plants/:id', { schema: { response: errors } }, async (request, reply) => {
+  const { id } = request.params;
+  const shelf = shelfOf.get(request)!;
+  const at = shelf.at.get(id);
+  if (at === undefined) return fail(reply, 404, `no plant with id ${id}`);
+  shelf.at.delete(id);
+  shelf.rows[at] = undefined;
+  return reply.code(204).send();
+});
 
-  app.get<{ Querystring: { limit?: string } }>(
-    '/plants',
-    { schema: { response: { 200: { type: 'array', items: PlantSchema }, ...errors } } },
-    async (request, reply) => {
-      const raw = request.query.limit;
-      const limit = raw === undefined ? LIST_DEFAULT_LIMIT : Number(raw);
-      if (!Number.isInteger(limit) || limit < 1) return fail(reply, 400, 'limit must be a positive integer');
-      const page: StoredPlant[] = [];
-      const max = Math.min(limit, LIST_MAX_LIMIT);
-      for (const p of plantsOf(ownerOf.get(request)!).values()) {
-        if (page.length === max) break;
-        page.push(p);
-      }
-      return page;
-    },
-  );
-
-  app.delete<{ Params: { id: string } }>('/plants/:id', { schema: { response: errors } }, async (request, reply) => {
-    const { id } = request.params;
-    if (!plantsOf(ownerOf.get(request)!).delete(id)) return fail(reply, 404, `no plant with id ${id}`);
-    return reply.code(204).send();
-  });
-
-  return app;
-}
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string', default: '0' },
-      preload: { type: 'string', default: '0' },
-    },
-  });
-  const token = process.env.BENCH_TOKEN;
-  if (!token) throw new Error('BENCH_TOKEN must hold the bearer token to accept');
-  const owner = process.env.BENCH_OWNER ?? BENCH_OWNER;
-  const mine = new Map<string, StoredPlant>();
-  for (const p of plantsUpTo(Number(values.preload)))
-    mine.set(String(p.id), p.tag === undefined ? { name: p.name } : { name: p.name, tag: p.tag });
-  const app = buildBaseline(new Map([[hash(token), owner]]), new Map([[owner, mine]]));
-  const address = await app.listen({ host: values.host, port: Number(values.port) });
-  // The same line (and shape) the service logs, so both are started the same way.
-  process.stdout.write(`${JSON.stringify({ level: 30, time: Date.now(), msg: `Server listening at ${address}` })}\n`);
-  const stop = () => void app.close().then(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-}
-
-await main();
+await app.listen({ host: '127.0.0.1', port: Number(process.argv[3]) });
+process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));

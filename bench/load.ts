@@ -1,84 +1,132 @@
-// The load generator, run as its own process (pinned to its own CPU when
-// possible) so that sending requests never competes with the orchestrator's
-// event loop. It stays up for the whole scenario, so its JIT stays warm and
-// its id counter runs on across rounds: argv[2] is a LoadSpec, BENCH_TOKEN
-// the token; each line on stdin ({"durationS": n}) runs one round and
-// answers one RoundResult line on stdout. Exits when stdin closes.
-import { createInterface } from 'node:readline';
-import autocannon, { type Request } from 'autocannon';
-import { LatencyHistogram } from './histogram.js';
-import type { LoadSpec, RoundCommand, RoundResult, Workload } from './load-types.js';
-import { plantFor } from './plant-data.js';
+// Load generators: wrk (a C client driven by a Lua script) when installed,
+// autocannon (Node) otherwise. Either runs in its own process on the load
+// CPU, sends the scenario's workload for a while and reports what it saw.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Workload } from './scenarios.js';
+import { LOAD_CPU, start } from './procs.js';
 
-function buildRequests(workload: Workload, auth: Record<string, string>): Request[] {
-  let next = 'firstId' in workload ? workload.firstId : 0;
-  const json = { ...auth, 'content-type': 'application/json' };
-  // A fresh headers object per built request: autocannon writes Content-Length
-  // into the headers object it is given.
-  const create = (): Request => ({
-    method: 'POST',
-    path: '/plants',
-    setupRequest: (req) => ({
-      ...req,
-      method: 'POST',
-      path: '/plants',
-      headers: { ...json },
-      body: JSON.stringify(plantFor(next++)),
-    }),
-  });
-  switch (workload.kind) {
-    case 'list':
-      return [{ method: 'GET', path: `/plants?limit=${workload.limit}`, headers: auth }];
-    case 'create':
-      return [create()];
-    case 'delete':
-      return [
-        {
-          method: 'DELETE',
-          path: '/plants/0',
-          setupRequest: (req) => ({ ...req, method: 'DELETE', path: `/plants/${next++}`, headers: { ...auth } }),
-        },
-      ];
-    case 'mix': {
-      // Each connection cycles through this sequence, so the share of
-      // creates is exact rather than random.
-      const list: Request = { method: 'GET', path: `/plants?limit=${workload.limit}`, headers: auth };
-      return [...Array.from({ length: workload.createEvery - 1 }, () => ({ ...list })), create()];
-    }
+export interface LoadSpec {
+  url: string;
+  connections: number;
+  seconds: number;
+  workload: Workload;
+  tokens: string[];
+  /** Ids of created plants start above this. */
+  firstId: number;
+  /** Cursors to start paging from ('' = the first page). */
+  seeds: string[];
+}
+
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  /** Non-2xx answers, socket errors and timeouts. */
+  errors: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU seconds the load generator used. */
+  cpuSeconds: number;
+}
+
+export const wrkVersion = ((): string | undefined => {
+  try {
+    execFileSync('wrk', ['-v'], { stdio: 'pipe' });
+  } catch (error) {
+    // wrk -v prints its version and exits 1.
+    const out = String((error as { stdout?: Buffer }).stdout ?? '');
+    return /^wrk (\S+)/.exec(out)?.[1];
   }
+  return undefined;
+})();
+
+/** Cumulative thresholds for one random number: [list, list+create, list+create+delete] / total. */
+export function shares(w: Workload): [number, number, number] {
+  const total = (w.list ?? 0) + (w.create ?? 0) + (w.delete ?? 0);
+  const list = (w.list ?? 0) / total;
+  return [list, list + (w.create ?? 0) / total, 1];
 }
 
-async function round(spec: LoadSpec, requests: Request[], durationS: number): Promise<RoundResult> {
-  const latency = new LatencyHistogram();
-  const cpuBefore = process.cpuUsage();
-  const instance = autocannon({
-    url: spec.url,
-    connections: spec.connections,
-    duration: durationS,
-    timeout: 10,
-    requests,
-  });
-  instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latency.record(ms));
-  const r = await instance;
-  const cpu = process.cpuUsage(cpuBefore);
-  const statusCounts: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(r.statusCodeStats)) statusCounts[code] = count;
-  return {
-    requests: r.requests.total,
-    durationS: r.duration,
-    non2xx: r.non2xx,
-    socketErrors: r.errors,
-    timeouts: r.timeouts,
-    statusCounts,
-    latency: latency.toJSON(),
-    cpuMs: (cpu.user + cpu.system) / 1000,
-  };
+const lua = (v: unknown) => JSON.stringify(v).replace(/^\[/, '{').replace(/\]$/, '}');
+
+/** The wrk script: random owner per request, ops by share; done() prints the result as JSON. */
+export function wrkScript(spec: LoadSpec): string {
+  const [pList, pCreate] = spec.workload.page ? [0, 0] : shares(spec.workload);
+  const paging = `
+local function send()
+  local c = table.remove(chains)
+  if c == nil then seedAt = seedAt % #seeds + 1; c = seeds[seedAt] end
+  local path = "/plants?limit=" .. limit
+  if c ~= "" then path = path .. "&cursor=" .. c end
+  return wrk.format("GET", path, auth[1])
+end
+function response(status, headers, body)
+  local link = headers["link"] or headers["Link"]
+  if link then chains[#chains + 1] = link:match("cursor=([^>&]+)") end
+end`;
+  const mixed = `
+local function create(t)
+  nextId = nextId + 1
+  local id = nextId
+  local body = string.format('{"id":%d,"name":"plant-%d"}', id, id)
+  if id % 2 == 0 then body = string.format('{"id":%d,"name":"plant-%d","tag":"fern"}', id, id) end
+  tail = tail + 1; qt[tail] = t; qi[tail] = id
+  return wrk.format("POST", "/plants", json[t], body)
+end
+local function send()
+  local r, t = math.random(), math.random(#tokens)
+  if r < ${pList} then return lists[t] end
+  if r < ${pCreate} or tail - head < 1000 then return create(t) end
+  t, head = qt[head], head + 1
+  return wrk.format("DELETE", string.format("/plants/%d", qi[head - 1]), auth[t])
+end`;
+  return `
+local tokens, seeds, limit = ${lua(spec.tokens)}, ${lua(spec.seeds)}, ${spec.workload.limit}
+local nextId, head, tail, seedAt = ${spec.firstId}, 1, 0, 0
+local auth, json, lists, qt, qi, chains = {}, {}, {}, {}, {}, {}
+function init(args)
+  math.randomseed(${spec.firstId % 1e6})
+  for i, t in ipairs(tokens) do
+    auth[i] = { Authorization = "Bearer " .. t }
+    json[i] = { Authorization = "Bearer " .. t, ["Content-Type"] = "application/json" }
+    lists[i] = wrk.format("GET", "/plants?limit=" .. limit, { Authorization = "Bearer " .. t })
+  end
+end
+${spec.workload.page ? paging : mixed}
+-- wrk calls request() once before the run to check it, and never sends that one.
+function request()
+  request = send
+  return wrk.format("GET", "/plants?limit=1", auth[1])
+end
+function done(s, latency, requests)
+  local e = s.errors
+  io.write(string.format('\\nRESULT {"requests":%d,"seconds":%f,"errors":%d,"p50Ms":%f,"p99Ms":%f,"cpuSeconds":%f}\\n',
+    s.requests, s.duration / 1e6, e.connect + e.read + e.write + e.status + e.timeout,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, os.clock()))
+end
+`;
 }
 
-const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec;
-const requests = buildRequests(spec.workload, { authorization: `Bearer ${process.env.BENCH_TOKEN ?? ''}` });
-for await (const line of createInterface({ input: process.stdin })) {
-  if (line.trim() === '') continue;
-  const { durationS } = JSON.parse(line) as RoundCommand;
-  process.stdout.write(`${JSON.stringify(await round(spec, requests, durationS))}\n`);
+function collect(child: ReturnType<typeof start>, what: string): Promise<LoadResult> {
+  let out = '';
+  for (const s of [child.stdout!, child.stderr!]) s.setEncoding('utf8').on('data', (d: string) => (out += d));
+  return new Promise((resolve, reject) =>
+    child.once('exit', (code) => {
+      const json = /^RESULT (\{.*\})$/m.exec(out)?.[1];
+      if (code === 0 && json) resolve(JSON.parse(json) as LoadResult);
+      else reject(new Error(`${what} failed (exit ${code}): ${out.slice(-2000)}`));
+    }),
+  );
+}
+
+export function runLoad(spec: LoadSpec, tool: 'wrk' | 'autocannon', tmpFile: string): Promise<LoadResult> {
+  if (tool === 'wrk') {
+    writeFileSync(tmpFile, wrkScript(spec));
+    const args = ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', tmpFile, spec.url];
+    return collect(start(LOAD_CPU, 'wrk', args), 'wrk');
+  }
+  writeFileSync(tmpFile, JSON.stringify(spec));
+  const script = fileURLToPath(new URL('./autocannon-load.js', import.meta.url));
+  return collect(start(LOAD_CPU, process.execPath, [script, tmpFile]), 'autocannon');
 }

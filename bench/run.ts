@@ -1,200 +1,203 @@
-// `npm run bench`: the service as shipped against an in-memory Fastify
-// baseline, scenario by scenario, each server in its own process with its own
-// load generator process. Writes bench/results/{latest,<date>}.{json,md,svg}
-// and prints the Markdown report. See `npm run bench -- --help`.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { arch, cpus, platform, release, tmpdir, totalmem } from 'node:os';
+// npm run bench [-- options] [-- extra service flags]
+// The service started as `npm start` starts it, next to an in-memory
+// baseline, under the same load generator, in alternating rounds.
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { issueToken } from '../src/auth/tokens.js';
-import type { Store } from '../src/store/store.js';
-import { killAllNow, stopAll } from './children.js';
-import { methodNotes } from './notes.js';
-import { OptionsError, USAGE, parseOptions, type BenchOptions } from './options.js';
-import { detectPinning } from './pinning.js';
-import { BENCH_OWNER } from './plant-data.js';
-import { createBenchDatabase } from './postgres.js';
-import { waitForQuiet } from './quiet.js';
-import { renderMarkdown } from './report.js';
-import type { BackendStatus, BenchReport, Failure, ScenarioResult, WorkersComparison } from './results.js';
-import type { RunContext } from './runner.js';
-import { defineScenarios } from './scenarios.js';
-import { WORKER_SCENARIOS, runSuite } from './suite.js';
-import { checkTargets } from './targets.js';
-import { postgresTarget, sqliteTarget, type StoreTarget } from './targets-store.js';
-import { writeResults } from './write-results.js';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runLoad, wrkVersion, type LoadSpec } from './load.js';
+import { preload } from './preload.js';
+import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
+import { report, type Outcome, type Round } from './report.js';
+import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
 
-/** Background CPU (% of one core) above which the machine is too busy to measure cleanly. */
-const QUIET_LIMIT_PCT = 25;
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const SERVICE_MAIN = here('../src/cli/bin.js');
+const BASELINE_MAIN = here('./baseline.js');
 
-let interrupted = false;
-// After Ctrl-C the children die under the scenarios' feet; their failures are expected, not news.
-const log = (line: string) => void (interrupted || process.stderr.write(`${line}\n`));
+const HELP = `npm run bench [-- options] [-- service flags]
 
-/** Everything to undo on the way out, whichever way out it is. */
-const cleanups: (() => Promise<void> | void)[] = [];
-async function cleanUp(): Promise<void> {
-  await stopAll();
-  for (const c of cleanups.splice(0).reverse()) {
-    try {
-      await c();
-    } catch (error) {
-      log(`cleanup: ${(error as Error).message}`);
-    }
+  --scenarios a,b    ${SCENARIOS.map((s) => s.name).join(', ')} (default: all)
+  --seconds N        length of a measured round (default 5)
+  --rounds N         measured rounds per server, best kept (default 3)
+  --warmup N         seconds of load before measuring (default 2)
+  --connections N    keep-alive connections (default 32)
+  --loadgen NAME     wrk or autocannon (default: wrk when installed)
+  --cpu-prof DIR     write the service's CPU profiles to DIR (slows it down)
+  --out FILE         the report (default bench/latest.md; "-" for none)
+  --keep             keep the temporary folder (databases, logs)
+
+Flags after a second "--" go to the service, e.g. -- --log-level warn.`;
+
+const { values: o, positionals: serviceFlags } = parseArgs({
+  allowPositionals: true,
+  options: {
+    scenarios: { type: 'string' },
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32' },
+    loadgen: { type: 'string', default: wrkVersion ? 'wrk' : 'autocannon' },
+    'cpu-prof': { type: 'string' },
+    out: { type: 'string', default: here('../../bench/latest.md') },
+    keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (o.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const tool = o.loadgen as 'wrk' | 'autocannon';
+if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
+if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
+const picked = o.scenarios?.split(',') ?? SCENARIOS.map((s) => s.name);
+const scenarios = picked.map((n) => {
+  const s = SCENARIOS.find((x) => x.name === n);
+  if (!s) throw new Error(`unknown scenario "${n}"; known: ${SCENARIOS.map((x) => x.name).join(', ')}`);
+  return s;
+});
+const [seconds, rounds, warmup, connections] = [o.seconds, o.rounds, o.warmup, o.connections].map(Number) as [
+  number,
+  number,
+  number,
+  number,
+];
+
+// The service reads these; the bench leaves nothing from the caller's shell in them.
+const env = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !/^(HOST|PORT|DATABASE_URL|LOG_LEVEL|PLANTS_.*)$/.test(k)),
+);
+const dir = mkdtempSync(join(tmpdir(), 'plant-bench-'));
+let runs = 0;
+
+/** Cursors at evenly spread points of the list, found by walking it with pages of 1000. */
+async function seedsFor(url: string, token: string, rows: number, count: number): Promise<string[]> {
+  const every = Math.max(1, Math.floor(rows / 1000 / count));
+  const seeds = [''];
+  let path: string | undefined = '/plants?limit=1000';
+  for (let page = 1; path !== undefined && seeds.length < count; page++) {
+    const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
+    await res.arrayBuffer();
+    const cursor = /cursor=([^>&]+)/.exec(res.headers.get('link') ?? '')?.[1];
+    if (cursor && page % every === 0) seeds.push(cursor);
+    path = cursor && `/plants?limit=1000&cursor=${cursor}`;
   }
+  return seeds;
 }
 
-function installSignalHandlers(): void {
-  process.on('exit', killAllNow);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      log(`\n${signal}: stopping servers and load generators, removing temporary data`);
-      interrupted = true;
-      void cleanUp().finally(() => process.exit(130));
-    });
-  }
+const prepared = new Map<string, string[]>();
+async function prepare(s: Scenario, db: string): Promise<{ db: string; tokens: string[] }> {
+  // Read-only scenarios on the same data share one file.
+  const key = join(dir, `${s.owners}x${s.rowsPerOwner}.db`);
+  if (readOnly(s.workload) && prepared.has(key)) return { db: key, tokens: prepared.get(key)! };
+  const path = readOnly(s.workload) ? key : db;
+  const t0 = performance.now();
+  const tokens = await preload(path, s.owners, s.rowsPerOwner);
+  console.log(`  stored ${s.owners * s.rowsPerOwner} plants in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (readOnly(s.workload)) prepared.set(key, tokens);
+  return { db: path, tokens };
 }
 
-function estimateSeconds(o: BenchOptions): number {
-  const perServer = o.warmupS + o.durationS + 1 + o.rounds * 0.2;
-  const runs =
-    o.scenarios.length * 2 + (o.compareWorkers ? o.scenarios.filter((s) => WORKER_SCENARIOS.includes(s)).length : 0);
-  const preload =
-    o.scenarios.filter((s) => s.startsWith('list1m')).length * o.bigRows +
-    (o.scenarios.includes('delete') ? o.deleteRows : 0);
-  return o.backends.length * (runs * perServer + preload / 200_000);
-}
-
-/** The stores to run on; PostgreSQL that cannot be set up is reported as unavailable, not fatal. */
-async function openTargets(
-  o: BenchOptions,
-  tmp: string,
-): Promise<{ targets: StoreTarget[]; unavailable: BackendStatus[] }> {
-  const targets: StoreTarget[] = [];
-  const unavailable: BackendStatus[] = [];
-  for (const backend of o.backends) {
-    if (backend === 'sqlite') {
-      targets.push(sqliteTarget(tmp, o.durability, o.keep));
-      continue;
-    }
-    try {
-      const issue = async (store: Store) => (await issueToken(store.tokens, { owner: BENCH_OWNER })).token;
-      const { db, token } = await createBenchDatabase(o.pgUrl!, o.durability, issue);
-      cleanups.push(() => db.drop());
-      targets.push(postgresTarget(db, token));
-      log(`postgres: benchmarking on a fresh database (${new URL(db.url).pathname.slice(1)}), dropped at the end`);
-    } catch (error) {
-      const reason = (error as Error).message;
-      unavailable.push({ backend, status: 'unavailable', reason });
-      log(`postgres: UNAVAILABLE, skipped: ${reason}`);
-    }
-  }
-  return { targets, unavailable };
-}
-
-/** The URL without its password, for the report. */
-function redact(url: string): string {
-  const u = new URL(url);
-  if (u.password) u.password = '***';
-  return u.toString();
-}
-
-async function main(): Promise<number> {
-  let o: BenchOptions | undefined;
-  try {
-    o = parseOptions(process.argv.slice(2));
-  } catch (error) {
-    if (error instanceof OptionsError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`bench: ${(error as Error).message}\n\n${USAGE}`);
-      return 2;
-    }
-    throw error;
-  }
-  if (!o) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  installSignalHandlers();
-  const started = new Date();
-  const pinning = detectPinning(!o.pin);
-  const ctx: RunContext = { options: o, pinning, log };
-  log(
-    `bench: ${o.scenarios.join(', ')} on ${o.backends.join(' + ')}; ${o.warmupS} s warm-up + ${o.durationS} s per server, ${o.connections} connections; ` +
-      `about ${Math.ceil(estimateSeconds(o) / 60)} min. ${pinning.enabled ? `Pinned: server CPU ${pinning.serverCpus(1)}, load generator CPU ${pinning.loadCpus}.` : `Not pinned (${pinning.reason}).`}`,
+async function runScenario(s: Scenario): Promise<Outcome> {
+  console.log(`\n${s.name}: ${s.title}`);
+  const { db, tokens } = await prepare(s, join(dir, `${s.name}.db`));
+  const spec = join(dir, `${s.name}-baseline.json`);
+  writeFileSync(
+    spec,
+    JSON.stringify({ owners: tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner })) }),
   );
-
-  const quiet = await waitForQuiet(QUIET_LIMIT_PCT, o.waitQuietS, log);
-  if (quiet.pct >= QUIET_LIMIT_PCT) {
-    log(
-      `WARNING: other processes use ${quiet.pct} % of a core right now; expect noisy numbers (see the "others" CPU column).`,
-    );
-  }
-
-  const tmp = mkdtempSync(join(tmpdir(), 'plant-bench-'));
-  if (!o.keep) cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
-  else log(`keeping SQLite files in ${tmp}`);
-
-  const scenarios = defineScenarios({ bigRows: o.bigRows, deleteRows: o.deleteRows });
-  const { targets, unavailable } = await openTargets(o, tmp);
-  const results: ScenarioResult[] = [];
-  const workers: WorkersComparison[] = [];
-  const statuses = [...unavailable];
-  const failures: Failure[] = [];
-  for (const target of targets) {
-    const outcome = await runSuite(ctx, target, scenarios);
-    results.push(...outcome.results);
-    workers.push(...outcome.workers);
-    statuses.push(outcome.status);
-    failures.push(...outcome.failures);
-  }
-
-  const finished = new Date();
-  const report: BenchReport = {
-    startedAt: started.toISOString(),
-    finishedAt: finished.toISOString(),
-    wallSeconds: (finished.getTime() - started.getTime()) / 1000,
-    environment: {
-      node: process.version,
-      os: `${platform()} ${release()} ${arch()}`,
-      cpuModel: cpus()[0]?.model.trim() ?? 'unknown CPU',
-      cpuCount: pinning.cpuCount,
-      memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+  const log = join(dir, `${s.name}-service.log`);
+  const prof = o['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', o['cpu-prof']] : [];
+  const [bPort, sPort] = [await freePort(), await freePort()];
+  const servers = [
+    {
+      name: 'baseline' as const,
+      url: `http://127.0.0.1:${bPort}`,
+      child: start(SERVER_CPU, process.execPath, [BASELINE_MAIN, spec, String(bPort)], {
+        log: join(dir, `${s.name}-baseline.log`),
+      }),
     },
-    options: { ...o, pgUrl: o.pgUrl ? redact(o.pgUrl) : undefined },
-    backgroundBeforePct: quiet.pct,
-    pinning: {
-      enabled: pinning.enabled,
-      ...(pinning.reason ? { reason: pinning.reason } : {}),
-      serverCpus: pinning.serverCpus(1),
-      serverCpusWorkers2: pinning.serverCpus(2),
-      loadCpus: pinning.loadCpus,
+    {
+      name: 'service' as const,
+      url: `http://127.0.0.1:${sPort}`,
+      // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own file and port.
+      child: start(
+        SERVER_CPU,
+        process.execPath,
+        [...prof, SERVICE_MAIN, 'serve', '--db', db, '--port', String(sPort), ...serviceFlags],
+        { log, env },
+      ),
     },
-    backends: o.backends.flatMap((b) => statuses.filter((s) => s.backend === b)),
-    results,
-    workers,
-    targets: checkTargets(
-      results,
-      targets.map((t) => t.kind),
-      { durability: o.durability, connections: o.connections },
-    ),
-    failures,
-    notes: methodNotes(
-      o,
-      targets.some((t) => t.kind === 'postgres'),
-    ),
-  };
-  const markdown = renderMarkdown(report);
-  const written = writeResults(report, markdown);
-  await cleanUp();
-  process.stdout.write(`\n${markdown}\n`);
-  log(`written: ${written.join(', ')}`);
-  return results.length > 0 ? 0 : 1;
+  ];
+  try {
+    const sent = { baseline: 0, service: 0 };
+    const measured: Record<'baseline' | 'service', Round[]> = { baseline: [], service: [] };
+    const load = new Map<string, Omit<LoadSpec, 'seconds' | 'firstId'>>();
+    for (const srv of servers) {
+      await ready(srv.child, `${srv.url}/plants?limit=1`, tokens[0]!, srv.name);
+      const seeds = s.workload.page ? await seedsFor(srv.url, tokens[0]!, s.rowsPerOwner, connections) : [];
+      load.set(srv.name, { url: srv.url, connections, workload: s.workload, tokens, seeds });
+    }
+    const round = async (srv: (typeof servers)[number], secs: number) => {
+      const pid = srv.child.pid!;
+      const cpu0 = cpuSeconds(pid);
+      const firstId = 1e9 * ++runs;
+      const r = await runLoad({ ...load.get(srv.name)!, seconds: secs, firstId }, tool, join(dir, 'load.tmp'));
+      sent[srv.name] += r.requests;
+      return { ...r, rps: r.requests / r.seconds, serverCpuSeconds: cpuSeconds(pid) - cpu0 };
+    };
+    if (warmup > 0) for (const srv of servers) await round(srv, warmup);
+    for (let i = 0; i < rounds; i++) {
+      for (const srv of i % 2 === 0 ? servers : [...servers].reverse()) {
+        const r = await round(srv, seconds);
+        measured[srv.name].push(r);
+        console.log(
+          `  ${srv.name.padEnd(8)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.p99Ms.toFixed(2)} ms` +
+            `  server ${Math.round((r.serverCpuSeconds * 1e6) / r.requests)} µs/req` +
+            `  ${tool} CPU ${Math.round((100 * r.cpuSeconds) / r.seconds)} %${r.errors ? `  ERRORS ${r.errors}` : ''}`,
+        );
+      }
+    }
+    const best = (rs: Round[]) => rs.reduce((a, b) => (b.rps > a.rps ? b : a));
+    return {
+      scenario: s,
+      baseline: best(measured.baseline),
+      service: best(measured.service),
+      errors: [...measured.baseline, ...measured.service].reduce((n, r) => n + r.errors, 0),
+      serviceRequests: sent.service,
+      serviceLogBytes: statSync(log).size,
+    };
+  } finally {
+    for (const srv of servers) await stop(srv.child);
+  }
 }
 
-let code = 1;
+const startedAt = new Date();
+const load0 = loadavg()[0]!;
+console.log(
+  `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
+    `${tool}${pinning.on ? ', server on CPU 0 and load generator on CPU 1' : `, not pinned (${pinning.why})`}`,
+);
+if (o['cpu-prof']) mkdirSync(o['cpu-prof'], { recursive: true });
+const outcomes: Outcome[] = [];
 try {
-  code = await main();
-} catch (error) {
-  log(`bench failed: ${(error as Error).stack ?? String(error)}`);
-  await cleanUp();
+  for (const s of scenarios) outcomes.push(await runScenario(s));
+} finally {
+  if (o.keep) console.log(`\nkept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
 }
-process.exit(code);
+const md = report(outcomes, {
+  startedAt,
+  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+  machine: `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Linux ${release()}, Node ${process.versions.node}`,
+  method:
+    `${tool === 'wrk' ? `wrk ${wrkVersion}, 1 thread` : 'autocannon'}, ${connections} connections; ` +
+    `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ` +
+    (pinning.on ? 'servers on CPU 0, load generator on CPU 1' : `not pinned: ${pinning.why}`),
+  serviceFlags,
+  loadavg: [load0, loadavg()[0]!],
+});
+console.log(`\n${md}`);
+if (o.out !== '-') writeFileSync(o.out, md);

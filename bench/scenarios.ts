@@ -1,81 +1,83 @@
-import type { Workload } from './load-types.js';
-import { CREATE_ID_BASE } from './plant-data.js';
+// What each scenario stores before the servers start and what the load
+// generator sends. Both servers get the same owners, tokens and plants.
 
-export const SCENARIO_NAMES = [
-  'list10k',
-  'list1m',
-  'list10k-nocache',
-  'list1m-nocache',
-  'create',
-  'delete',
-  'mix',
-] as const;
-export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+/** Shares of each request kind (they need not add up to 1). */
+export interface Workload {
+  list?: number;
+  create?: number;
+  /** Deletes a plant created 1000 creates earlier in the same run (until there is one, a create). */
+  delete?: number;
+  /** Follows `Link: rel="next"` cursors, starting from cursors spread over the whole list. */
+  page?: number;
+  /** `?limit=` of list and page requests. */
+  limit: number;
+}
 
 export interface Scenario {
-  name: ScenarioName;
-  /** What the reader sees in the report. */
-  description: string;
-  /** Plants in the store (and in the baseline's Map) before the servers start. */
-  rows: number;
+  name: string;
+  title: string;
+  owners: number;
+  rowsPerOwner: number;
   workload: Workload;
-  /** Extra `serve` flags for the service in this scenario. */
-  serviceArgs?: readonly string[];
+  /** Targets at the default settings: service / baseline req/s, and service p99. */
+  target?: { ratio: number; p99Ms?: number };
 }
 
-// The service reuses unchanged list pages from memory; these variants turn
-// that off, so every request runs the store's keyset query.
-const NO_PAGE_CACHE = ['--list-cache-bytes', '0'] as const;
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'list',
+    title: 'GET /plants?limit=10, one owner, 10k plants',
+    owners: 1,
+    rowsPerOwner: 10_000,
+    workload: { list: 1, limit: 10 },
+    target: { ratio: 0.8 },
+  },
+  {
+    name: 'create',
+    title: 'POST /plants, a new id each time (durability full)',
+    owners: 1,
+    rowsPerOwner: 10_000,
+    workload: { create: 1, limit: 10 },
+    target: { ratio: 0.6 },
+  },
+  {
+    name: 'owners',
+    title: '50 owners × 200 plants, random owner, 90% list limit=10 / 10% create',
+    owners: 50,
+    rowsPerOwner: 200,
+    workload: { list: 0.9, create: 0.1, limit: 10 },
+    target: { ratio: 0.6, p99Ms: 5 },
+  },
+  {
+    name: 'list1m',
+    title: 'GET /plants?limit=10, one owner, 1M plants',
+    owners: 1,
+    rowsPerOwner: 1_000_000,
+    workload: { list: 1, limit: 10 },
+  },
+  {
+    name: 'paging',
+    title: 'following next cursors (limit=100) from 32 points spread over 1M plants',
+    owners: 1,
+    rowsPerOwner: 1_000_000,
+    workload: { page: 1, limit: 100 },
+  },
+  {
+    name: 'churn',
+    title: '50 owners × 200 plants, random owner, 70% list / 20% create / 10% delete',
+    owners: 50,
+    rowsPerOwner: 200,
+    workload: { list: 0.7, create: 0.2, delete: 0.1, limit: 10 },
+  },
+];
 
-const LIST_LIMIT = 10;
-const SMALL_STORE = 10_000;
+/** list1m must keep this share of list's service req/s: a page costs the same however long the list. */
+export const FLATNESS = { of: 'list1m', vs: 'list', min: 0.9 } as const;
 
-export function defineScenarios(opts: { bigRows: number; deleteRows: number }): Record<ScenarioName, Scenario> {
-  const rows = (n: number) => n.toLocaleString('en-US');
-  return {
-    list10k: {
-      name: 'list10k',
-      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(SMALL_STORE)} plants stored`,
-      rows: SMALL_STORE,
-      workload: { kind: 'list', limit: LIST_LIMIT },
-    },
-    list1m: {
-      name: 'list1m',
-      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(opts.bigRows)} plants stored`,
-      rows: opts.bigRows,
-      workload: { kind: 'list', limit: LIST_LIMIT },
-    },
-    'list10k-nocache': {
-      name: 'list10k-nocache',
-      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(SMALL_STORE)} plants stored, page reuse off`,
-      rows: SMALL_STORE,
-      workload: { kind: 'list', limit: LIST_LIMIT },
-      serviceArgs: NO_PAGE_CACHE,
-    },
-    'list1m-nocache': {
-      name: 'list1m-nocache',
-      description: `GET /plants?limit=${LIST_LIMIT}, ${rows(opts.bigRows)} plants stored, page reuse off`,
-      rows: opts.bigRows,
-      workload: { kind: 'list', limit: LIST_LIMIT },
-      serviceArgs: NO_PAGE_CACHE,
-    },
-    create: {
-      name: 'create',
-      description: `POST /plants, a new id every request, ${rows(SMALL_STORE)} plants stored`,
-      rows: SMALL_STORE,
-      workload: { kind: 'create', firstId: CREATE_ID_BASE },
-    },
-    delete: {
-      name: 'delete',
-      description: `DELETE /plants/:id, a distinct stored id every request, ${rows(opts.deleteRows)} plants stored`,
-      rows: opts.deleteRows,
-      workload: { kind: 'delete', firstId: 1 },
-    },
-    mix: {
-      name: 'mix',
-      description: `90 % GET /plants?limit=${LIST_LIMIT}, 10 % POST /plants, ${rows(SMALL_STORE)} plants stored`,
-      rows: SMALL_STORE,
-      workload: { kind: 'mix', limit: LIST_LIMIT, firstId: CREATE_ID_BASE, createEvery: 10 },
-    },
-  };
-}
+export const ownerName = (i: number) => `owner${i}`;
+
+/** The plant with this id, as both servers store it and as creates send it: every other one has a tag. */
+export const plantBody = (id: number) =>
+  id % 2 === 0 ? { id, name: `plant-${id}`, tag: 'fern' } : { id, name: `plant-${id}` };
+
+export const readOnly = (w: Workload) => !w.create && !w.delete;
