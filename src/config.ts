@@ -56,6 +56,18 @@ export const SETTINGS = {
     values: LOG_LEVELS,
     help: 'fatal, error, warn, info, debug, trace or silent (any case)',
   },
+  'access-log': {
+    env: 'PLANTS_ACCESS_LOG',
+    default: 'false',
+    kind: 'bool',
+    help: 'log a line per request at info (request id, method, URL, status, time, owner)',
+  },
+  'slow-request-ms': {
+    env: 'PLANTS_SLOW_REQUEST_MS',
+    default: '1000',
+    kind: 'int',
+    help: 'log requests that take at least this long at warn; 0 turns it off',
+  },
   'pg-pool-size': {
     env: 'PLANTS_PG_POOL_SIZE',
     default: '10',
@@ -139,7 +151,7 @@ export const SETTINGS = {
   {
     env: string;
     default: string;
-    kind: 'string' | 'int' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
+    kind: 'string' | 'int' | 'bool' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
     values?: readonly string[];
     help: string;
   }
@@ -172,6 +184,8 @@ const ConfigSchema = Type.Object({
   listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
   logLevel: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
+  accessLog: Type.Boolean(),
+  slowRequestMs: Type.Integer({ minimum: 0, maximum: INT32_MAX }),
   logPretty: Type.Boolean(),
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
   pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
@@ -212,7 +226,7 @@ function sourceLabel(name: SettingName, source: Source): string {
   return source === 'env' ? SETTINGS[name].env : `--${name}`;
 }
 
-function readValue(name: SettingName, raw: string, source: Source): string | number | Rate | null {
+function readValue(name: SettingName, raw: string, source: Source): string | number | boolean | Rate | null {
   const setting: (typeof SETTINGS)[SettingName] = SETTINGS[name];
   if (setting.kind === 'string') return raw;
   if (setting.kind === 'enum') {
@@ -220,6 +234,11 @@ function readValue(name: SettingName, raw: string, source: Source): string | num
     if (!(setting.values as readonly string[]).includes(value))
       throw new ConfigError(`${sourceLabel(name, source)} must be one of ${setting.values.join(', ')}, got "${raw}"`);
     return value;
+  }
+  if (setting.kind === 'bool') {
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    throw new ConfigError(`${sourceLabel(name, source)} must be true or false, got "${raw}"`);
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
   if (setting.kind === 'port-or-off' && raw === 'off') return null;

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from './helpers/requirements.js';
@@ -333,6 +334,8 @@ describeEachStore('plant-store token and migrate', (fx) => {
       [['serve', '--durability', 'bogus'], /durability/],
       [['serve', '--workers', 'many'], /workers/],
       [['serve', '--log-level', 'loud'], /log-level/],
+      [['serve', '--access-log=yes'], /access-log/],
+      [['serve', '--slow-request-ms', 'soon'], /slow-request-ms/],
       [['serve', 'extra'], /extra/],
       [['token', 'create', '--owner', 'x', '--scope', 'bogus'], /--scope/],
       [['token', 'create'], /--owner/],
@@ -474,15 +477,67 @@ describeEachStore('plant-store serve', (fx) => {
     assert.equal(existsSync(other), false, 'DATABASE_URL was not used');
   });
 
+  it('by default logs lifecycle events and slow requests, not a line per request', LIMIT, async () => {
+    const token = await cliToken(fx.db, 'quiet');
+    const server = await startServer(serveArgs(fx.db, '--slow-request-ms', '200'));
+    for (let i = 0; i < 3; i++) assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
+    // A body that arrives 600 ms after the headers makes a request slow whatever the machine.
+    const slow = await new Promise<number>((resolve, reject) => {
+      const body = '{"id":1,"name":"Slow"}';
+      const req = http.request(
+        `${server.url}/plants`,
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            'content-length': String(body.length),
+            'x-request-id': 'slow-one',
+          },
+        },
+        (res) => resolve(res.resume().statusCode!),
+      );
+      req.on('error', reject);
+      req.write(body.slice(0, 5));
+      setTimeout(() => req.end(body.slice(5)), 600);
+    });
+    assert.equal(slow, 200);
+    server.kill('SIGTERM');
+    assert.equal((await server.waitExit()).code, 0);
+
+    const lines = server.logLines();
+    assert.ok(
+      lines.some((l) => /Server listening/.test(String(l.msg))),
+      'the listening address is logged',
+    );
+    assert.ok(
+      lines.some((l) => /shutting down/.test(String(l.msg))),
+      'shutdown is logged',
+    );
+    // On a busy machine a GET may be slow too, and then logged as such; none is logged for being made.
+    const perRequest = lines.filter((l) => l.reqId !== undefined);
+    assert.deepEqual(
+      perRequest.filter((l) => l.msg !== 'slow request'),
+      [],
+      `only slow requests have a line:\n${server.stdout}`,
+    );
+    const slowOne = perRequest.filter((l) => l.reqId === 'slow-one');
+    assert.equal(slowOne.length, 1, `the slow request has its line:\n${server.stdout}`);
+    assert.equal(slowOne[0]!.level, 40, 'at warn');
+    assert.equal(slowOne[0]!.method, 'POST');
+    assert.equal(slowOne[0]!.statusCode, 200);
+    assert.ok(Number(slowOne[0]!.responseTime) >= 600, 'with its time');
+  });
+
   it(
-    'logs one request line per request with its request id, and never the Authorization header or a token',
+    'with PLANTS_ACCESS_LOG=true, logs one request line per request with its request id, and never the Authorization header or a token',
     LIMIT,
     async () => {
       const token = await cliToken(fx.db, 'logger');
       const readOnly = await cliToken(fx.db, 'logger', '--scope', 'plants:read');
       const unknown = `plnt_${'Z'.repeat(43)}`;
       const malformed = 'not-a-token-c2VjcmV0LXNob3VsZC1ub3QtbGVhaw';
-      const server = await startServer(serveArgs(fx.db));
+      const server = await startServer(serveArgs(fx.db), { env: { PLANTS_ACCESS_LOG: 'true' } });
       const u = server.url;
       const sent: {
         id: string;

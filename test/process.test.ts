@@ -254,7 +254,7 @@ describeEachStore('graceful shutdown', (fx) => {
     { timeout: 30_000 },
     async () => {
       const token = await cliToken(fx.db, 'drain');
-      const server = await startServer(serveArgs(fx.db));
+      const server = await startServer(serveArgs(fx.db, '--access-log'));
       let next = 1;
       const load = runLoad({
         clients: 200,
@@ -437,7 +437,7 @@ describeEachStore('serve --workers 2', (fx) => {
 
   it('answers on both workers and exits 0 on SIGTERM, taking its workers with it', { timeout: 30_000 }, async () => {
     const token = await cliToken(fx.db, 'cluster');
-    const server = await startServer(serveArgs(fx.db, '--workers', '2'), { listeners: 2 });
+    const server = await startServer(serveArgs(fx.db, '--workers', '2', '--access-log'), { listeners: 2 });
     const ports = new Set(server.stdout.match(/Server listening at http:\/\/127\.0\.0\.1:\d+/g));
     assert.equal(ports.size, 1, `both workers listen on one port: ${[...ports].join(', ')}`);
     const workerPids = server.logPids();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
@@ -19,7 +19,7 @@ import { SECURITY_HEADERS } from '../http/headers.js';
 import { errors } from '../http/errors.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { registerOpenApi } from './openapi.js';
-import { closeLogger, createLogger, logsEveryRequest, requestLine } from './logger.js';
+import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
@@ -54,10 +54,15 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   // Metrics are recorded only when something can read them: the admin listener.
   const metrics = config.adminPort !== null;
   if (metrics) enableMetrics();
+  let closing = false;
+  // Requests refused because the server is closing: expected in a planned
+  // shutdown, so they are counted into one line instead of logged one by one.
+  const refused = new WeakSet<object>();
+  let refusedCount = 0;
+  const logger = createLogger(config);
   const app = Fastify({
-    loggerInstance: createLogger(config),
-    // One log line per request, written by the onResponse hook below.
-    logController: new LogController({ disableRequestLogging: true }),
+    loggerInstance: logger,
+    logController: requestLog(config, logger, (request) => closing && refused.has(request)),
     bodyLimit: config.bodyLimit,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -71,22 +76,15 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     frameworkErrors: metrics ? recordingFrameworkErrors(frameworkErrors) : frameworkErrors,
     clientErrorHandler: metrics ? countingClientErrors(clientErrorHandler) : clientErrorHandler,
     // A pino child logger per request costs more than the rest of a list
-    // request's own work; the request line below carries the request id instead.
+    // request's own work; request lines carry the request id instead.
     childLoggerFactory: (logger) => logger,
   });
   app.addHook('onClose', async () => closeLogger(app.log));
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
-  // A line per request at info; above that level no per-request hook runs at all.
-  const requestLines = logsEveryRequest(config);
-  registerErrorHandling(app, config.bodyLimit, requestLines);
+  registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
 
-  let closing = false;
-  // Requests refused because the server is closing: expected in a planned
-  // shutdown, so they are counted into one line instead of logged as errors.
-  const refused = new WeakSet<object>();
-  let refusedCount = 0;
   app.addHook('onClose', (_instance, done) => {
     if (refusedCount > 0)
       app.log.info({ refused: refusedCount }, `refused ${refusedCount} requests with 503 while shutting down`);
@@ -110,18 +108,6 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     }
     done();
   });
-  if (requestLines) {
-    app.addHook('onResponse', (request, reply, done) => {
-      if (closing && refused.has(request)) return done();
-      const line = {
-        ...requestLine(request, reply.statusCode),
-        responseTime: Math.round(reply.elapsedTime * 100) / 100,
-      };
-      if (reply.statusCode >= 500) app.log.error({ ...line, err: request.failure }, 'request failed');
-      else app.log.info(line, 'request completed');
-      done();
-    });
-  }
   refuseEarly(app, config.bodyLimit);
   // Both hook into every route as it is declared, so they come before the routes.
   if (metrics) recordHttpMetrics(app);

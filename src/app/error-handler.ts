@@ -51,7 +51,7 @@ export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
 }
 
 /**
- * @param requestLines whether an onResponse hook logs every request; if so a
+ * @param requestLines whether every request gets an access line; if so a
  *   5xx cause is left for that line, otherwise it is logged here.
  */
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, requestLines: boolean): void {

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { destination, pino } from 'pino';
 import type { Config } from '../config.js';
 
@@ -34,11 +34,6 @@ export function closeLogger(logger: FastifyBaseLogger): void {
   flushLogger(logger);
 }
 
-/** Whether every request gets a log line (level info or more verbose). */
-export function logsEveryRequest(config: Pick<Config, 'logLevel'>): boolean {
-  return config.logLevel === 'info' || config.logLevel === 'debug' || config.logLevel === 'trace';
-}
-
 // Tokens are never accepted in URLs, but a client may still put one there:
 // keep it out of the logs.
 const redactUrl = (url: string): string =>
@@ -53,4 +48,56 @@ export function requestLine(request: FastifyRequest, statusCode: number) {
     statusCode,
     owner: request.principal?.owner,
   };
+}
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+const logsAt = (config: Pick<Config, 'logLevel'>, level: string) =>
+  config.logLevel !== 'silent' && LEVELS.indexOf(level) >= LEVELS.indexOf(config.logLevel);
+
+/** Whether every request gets an access line: --access-log, at level info or more verbose. */
+export function logsEveryRequest(config: Pick<Config, 'accessLog' | 'logLevel'>): boolean {
+  return config.accessLog && logsAt(config, 'info');
+}
+
+const roundMs = (ms: number) => Math.round(ms * 100) / 100;
+
+/**
+ * The per-request lines. Fastify calls requestCompleted for every response
+ * whatever the settings, so deciding here adds no hook to the hot path. By
+ * default only a request slower than --slow-request-ms gets a line (warn);
+ * 5xx causes are logged by the error handler. With --access-log every
+ * request gets one (a 5xx at error, with its cause).
+ */
+class RequestLog extends LogController {
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    private readonly everyRequest: boolean,
+    private readonly slowMs: number,
+    private readonly skip: (request: FastifyRequest) => boolean,
+  ) {
+    super({ disableRequestLogging: true });
+  }
+
+  override requestCompleted(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.skip(request)) return;
+    const ms = reply.elapsedTime;
+    if (this.everyRequest) {
+      const line = { ...requestLine(request, reply.statusCode), responseTime: roundMs(ms) };
+      if (reply.statusCode >= 500) this.log.error({ ...line, err: request.failure }, 'request failed');
+      else if (ms >= this.slowMs) this.log.warn(line, 'slow request');
+      else this.log.info(line, 'request completed');
+    } else if (ms >= this.slowMs) {
+      this.log.warn({ ...requestLine(request, reply.statusCode), responseTime: roundMs(ms) }, 'slow request');
+    }
+  }
+}
+
+/** @param skip requests that get no line of their own (refused while shutting down) */
+export function requestLog(
+  config: Pick<Config, 'accessLog' | 'logLevel' | 'slowRequestMs'>,
+  log: FastifyBaseLogger,
+  skip: (request: FastifyRequest) => boolean,
+): LogController {
+  const slowMs = config.slowRequestMs > 0 && logsAt(config, 'warn') ? config.slowRequestMs : Infinity;
+  return new RequestLog(log, logsEveryRequest(config), slowMs, skip);
 }

@@ -51,6 +51,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('access-log: off by default, on from the bare flag or true/1 in the environment', () => {
+    assert.equal(loadConfig({}, {}).accessLog, false);
+    assert.equal(loadConfig({ 'access-log': 'true' }, {}).accessLog, true);
+    assert.equal(loadConfig({}, { PLANTS_ACCESS_LOG: '1' }).accessLog, true);
+    assert.equal(loadConfig({}, { PLANTS_ACCESS_LOG: 'false' }).accessLog, false);
+    assert.match(refused({}, { PLANTS_ACCESS_LOG: 'yes' }), /^PLANTS_ACCESS_LOG must be true or false, got "yes"$/);
+    assert.equal(loadConfig({}, {}).slowRequestMs, 1000);
+    assert.equal(loadConfig({ 'slow-request-ms': '0' }, {}).slowRequestMs, 0);
+    assert.match(refused({}, { PLANTS_SLOW_REQUEST_MS: '1s' }), /^PLANTS_SLOW_REQUEST_MS must be a whole number/);
+  });
+
   it('workers: a number or auto', () => {
     assert.equal(loadConfig({ workers: '3' }, {}).workers, 3);
     assert.ok(loadConfig({ workers: 'auto' }, {}).workers >= 1);
