@@ -6,18 +6,21 @@ import { before, it } from './helpers/requirements.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
+import type { Store } from '../src/store/store.js';
 import { describeOnStore } from './helpers/stores.js';
 
 describeOnStore('sqlite', 'list page reuse across connections', (fx) => {
   let a: FastifyInstance;
   let b: FastifyInstance;
   let token: string;
+  let tokensB: Store['tokens'];
   before(async () => {
     // Two stores = two connections to one file, as two processes would have.
     const storeA = await fx.open();
-    const storeB = await fx.open();
+    const opened = await fx.open();
+    tokensB = opened.tokens;
     a = await buildApp(fx.config(), { store: storeA });
-    b = await buildApp(fx.config(), { store: storeB });
+    b = await buildApp(fx.config(), { store: opened });
     token = (await issueToken(storeA.tokens, { owner: 'shared' })).token;
   });
 
@@ -47,6 +50,46 @@ describeOnStore('sqlite', 'list page reuse across connections', (fx) => {
       assert.equal((await a.inject({ method: 'DELETE', url: `/plants/${i}`, headers: headers() })).statusCode, 204);
       assert.deepEqual((await names(b)).slice(0, 1), [`p${i + 1}`], `after delete ${i}`);
     }
+  });
+
+  it("sees another connection's write to one owner at once while its own writes to another owner flow", async () => {
+    const other = (await issueToken(tokensB, { owner: 'busy' })).token;
+    const busy = { authorization: `Bearer ${other}`, 'content-type': 'application/json' };
+    let stop = false;
+    let written = 0;
+    // Owner "busy" writes through b without pause, so b's own commits keep
+    // changing what SQLite reports, alongside a's.
+    const flow = (async () => {
+      for (let id = 1; !stop; id++) {
+        const res = await b.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: busy,
+          payload: `{"id":${id},"name":"b${id}"}`,
+        });
+        assert.equal(res.statusCode, 200);
+        written++;
+      }
+    })();
+    try {
+      for (let i = 1; i <= 40; i++) {
+        const before = await names(b, '/plants?limit=1000');
+        assert.deepEqual(await names(b, '/plants?limit=1000'), before, 'the same page twice');
+        const id = 1000 + i;
+        const created = await a.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: headers(),
+          payload: `{"id":${id},"name":"x${id}"}`,
+        });
+        assert.equal(created.statusCode, 200);
+        assert.deepEqual(await names(b, '/plants?limit=1000'), [...before, `x${id}`], `after create ${id}`);
+      }
+    } finally {
+      stop = true;
+      await flow;
+    }
+    assert.ok(written > 0, 'the other owner wrote meanwhile');
   });
 
   it('sees its own writes at once', async () => {

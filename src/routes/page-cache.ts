@@ -7,9 +7,9 @@ export interface PageEntry {
 }
 
 /**
- * Serialized list pages, reused while the store's change epoch stays the same
- * (no plant written by this process or any other since the page was read).
- * Bounded by entries and by bytes; the oldest entry goes first.
+ * Serialized list pages, reused while their owner's change epoch stays the
+ * same (no plant of that owner written since the page was read). Bounded by
+ * entries and by bytes; the oldest entry goes first.
  */
 export class PageCache {
   readonly #entries = new Map<string, PageEntry>();
@@ -46,12 +46,13 @@ export class PageCache {
 export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
 
 /**
- * GET /plants pages, read from the store or, when the store can tell that
- * nothing changed since (its change epoch), reused from memory.
+ * GET /plants pages, read from the store or, when the store can tell that the
+ * owner's plants did not change since (its change epoch), reused from memory.
+ * A write by one owner leaves the other owners' pages in place.
  */
 export class ListPages {
   readonly #cache: PageCache;
-  readonly #changeEpoch: (() => number) | undefined;
+  readonly #changeEpoch: ((owner: string) => number | undefined) | undefined;
 
   constructor(
     private readonly plants: PlantStore,
@@ -67,7 +68,7 @@ export class ListPages {
     cursor: string | undefined,
     serialize: (plants: PlantRecord[]) => string,
   ): Promise<ListedPage> {
-    const epoch = this.#changeEpoch?.();
+    const epoch = this.#changeEpoch?.(owner);
     const key = epoch === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
     const hit = key === undefined ? undefined : this.#cache.get(key, epoch!);
     if (hit !== undefined) return hit;

@@ -28,11 +28,12 @@ export interface PlantStore {
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
   /**
-   * A number that changes whenever any plant may have changed, through this
-   * process or another. Stores that cannot tell cheaply leave it out, and
-   * their list pages are never reused.
+   * A number that changes whenever a plant of this owner may have changed,
+   * through this process or another; undefined when the store cannot tell
+   * at this moment. Stores that cannot tell cheaply leave it out, and their
+   * list pages are never reused.
    */
-  changeEpoch?(): number;
+  changeEpoch?(owner: string): number | undefined;
   /**
    * Stores many plants of one owner in one transaction, skipping ids the
    * owner has already; for loading data (imports, benchmarks), not requests.

@@ -1,6 +1,7 @@
-// The change epoch on a real SQLite file: it moves on every commit made
-// through this connection (bump) and on every commit by another connection
-// (PRAGMA data_version), seen from the next turn of the event loop.
+// Owners' change versions on a real SQLite file: a write through this
+// process moves only its owner's version; a commit by another connection
+// moves every owner's, seen from the next turn of the event loop, including
+// while the writer thread's own commits change what SQLite reports.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,19 +11,21 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import { ChangeEpoch } from '../../src/store/sqlite/change-epoch.js';
 import { openSqlite } from '../../src/store/sqlite/db-connect.sqlite.js';
+import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
+import { WriterThread } from '../../src/store/sqlite/writer-thread.js';
 
 describe('SQLite change epoch', () => {
   let dir: string;
+  let path: string;
   let own: Database.Database;
   let other: Database.Database;
-  let epoch: ChangeEpoch;
   let n = 0;
-  before(() => {
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'plant-store-epoch-'));
-    own = openSqlite({ path: join(dir, 'epoch.db'), durability: 'normal' });
-    own.exec('CREATE TABLE t (x INTEGER)');
-    other = openSqlite({ path: join(dir, 'epoch.db'), durability: 'normal' });
-    epoch = new ChangeEpoch(own);
+    path = join(dir, 'epoch.db');
+    await migrateSqlite({ path, durability: 'normal' });
+    own = openSqlite({ path, durability: 'normal' });
+    other = openSqlite({ path, durability: 'normal' });
   });
   after(() => {
     other.close();
@@ -30,55 +33,93 @@ describe('SQLite change epoch', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const write = (db: Database.Database) => db.prepare('INSERT INTO t (x) VALUES (?)').run(++n);
+  const insert = (db: Database.Database, owner: string) =>
+    db.prepare("INSERT INTO plants (owner, id, name) VALUES (?, ?, 'p')").run(owner, ++n);
+  const create = (owner: string) => ({ kind: 'create' as const, owner, id: BigInt(++n), name: 'p', tag: null });
+
+  /** The owner's version once the store can tell (a probe of the writer thread may be under way). */
+  async function settled(epoch: ChangeEpoch, owner: string): Promise<number> {
+    for (let i = 0; i < 1000; i++) {
+      const version = epoch.current(owner);
+      if (version !== undefined) return version;
+      await nextTurn();
+    }
+    assert.fail(`no version for ${owner}`);
+  }
 
   it('stays the same while nothing is written', async () => {
-    const start = epoch.current();
-    assert.equal(epoch.current(), start);
+    const epoch = new ChangeEpoch(own);
+    const start = epoch.current('a');
+    assert.equal(epoch.current('a'), start);
     await nextTurn();
-    assert.equal(epoch.current(), start);
-    own.prepare('SELECT count(*) FROM t').get();
-    other.prepare('SELECT count(*) FROM t').get();
+    assert.equal(epoch.current('a'), start);
+    own.prepare('SELECT count(*) FROM plants').get();
+    other.prepare('SELECT count(*) FROM plants').get();
     await nextTurn();
-    assert.equal(epoch.current(), start);
+    assert.equal(epoch.current('a'), start);
   });
 
-  it("moves at once on bump(), which counts this connection's own commits", async () => {
-    const start = epoch.current();
+  it('bump() moves only that owner, at once', () => {
+    const epoch = new ChangeEpoch(own);
+    const [a, b] = [epoch.current('a'), epoch.current('b')];
     // data_version does not change for commits made through the same
-    // connection, which is why the writer bumps the epoch itself.
-    write(own);
-    await nextTurn();
-    assert.equal(epoch.current(), start);
-    epoch.bump();
-    assert.notEqual(epoch.current(), start);
+    // connection, which is why such a write bumps its owner itself.
+    insert(own, 'a');
+    epoch.bump('a');
+    assert.notEqual(epoch.current('a'), a);
+    assert.equal(epoch.current('b'), b);
   });
 
-  it('moves on the next turn of the event loop after another connection commits', async () => {
-    const start = epoch.current();
-    write(other);
+  it("moves every owner on the next turn after another connection's commit, once, and not for a rollback", async () => {
+    const epoch = new ChangeEpoch(own);
+    const [a, b] = [epoch.current('a'), epoch.current('b')];
+    insert(other, 'a');
     // data_version is read at most once per turn: this turn still has the old value.
-    assert.equal(epoch.current(), start);
+    assert.equal(epoch.current('b'), b);
     await nextTurn();
-    const after = epoch.current();
-    assert.notEqual(after, start);
+    const [a2, b2] = [epoch.current('a'), epoch.current('b')];
+    assert.notEqual(a2, a);
+    assert.notEqual(b2, b, 'another connection may have written any owner');
     await nextTurn();
-    assert.equal(epoch.current(), after, 'moves once per change');
-  });
-
-  it('moves once per commit by another connection, not for a rollback', async () => {
-    let last = epoch.current();
-    for (let i = 0; i < 5; i++) {
-      other.transaction(() => write(other))();
-      await nextTurn();
-      const now = epoch.current();
-      assert.notEqual(now, last, `commit ${i + 1}`);
-      last = now;
-    }
+    assert.equal(epoch.current('b'), b2, 'moves once per change');
     other.exec('BEGIN IMMEDIATE');
-    write(other);
+    insert(other, 'b');
     other.exec('ROLLBACK');
     await nextTurn();
-    assert.equal(epoch.current(), last, 'a rolled-back transaction changes nothing');
+    assert.equal(epoch.current('b'), b2, 'a rolled-back transaction changes nothing');
+  });
+
+  it("a write through the writer thread moves only its owner; another connection's commit meanwhile moves all", async (t) => {
+    const epoch = new ChangeEpoch(own);
+    const writer = new WriterThread({ path, durability: 'normal' }, epoch);
+    t.after(() => writer.close());
+    // The thread's first report cannot know what happened before it started.
+    await writer.run(create('warm-up'));
+    const b = await settled(epoch, 'b');
+    const a = await settled(epoch, 'a');
+
+    await writer.run(create('a'));
+    assert.notEqual(await settled(epoch, 'a'), a, 'the owner written');
+    assert.equal(await settled(epoch, 'b'), b, 'another owner keeps its version');
+
+    // The writer thread commits (changing what SQLite reports to this
+    // connection) while another connection commits too.
+    const written = writer.run(create('a'));
+    insert(other, 'c');
+    await written;
+    assert.notEqual(await settled(epoch, 'b'), b, 'a commit by another connection moves every owner');
+  });
+
+  it('gives no version while it cannot tell its own commits from others, and one again after the answer', async (t) => {
+    const epoch = new ChangeEpoch(own);
+    const writer = new WriterThread({ path, durability: 'normal' }, epoch);
+    t.after(() => writer.close());
+    await writer.run(create('warm-up'));
+    await settled(epoch, 'b');
+    await nextTurn();
+    await writer.run(create('a'));
+    // Answered: the commit is seen, the probe of the writer thread is under way.
+    assert.equal(epoch.current('b'), undefined);
+    assert.notEqual(await settled(epoch, 'b'), undefined);
   });
 });

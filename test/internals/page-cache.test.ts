@@ -94,9 +94,15 @@ describe('list pages on SQLite', () => {
   }
   const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+  /** Turns until the store can tell the owner's version again (it asks its writer thread after a write). */
+  async function known(owner: string): Promise<void> {
+    while (store.plants.changeEpoch(owner) === undefined) await turn();
+  }
+
   it('reads a page with its Link, then reuses it while nothing changes', async () => {
     await store.plants.create('reuse', { id: 1n, name: 'a' });
     await store.plants.create('reuse', { id: 2n, name: 'b', tag: 't' });
+    await known('reuse');
     const p = pages(1 << 20);
     const first = await p.page('reuse', 1);
     assert.equal(first.body, '[{"name":"a"}]');
@@ -126,6 +132,21 @@ describe('list pages on SQLite', () => {
     await turn();
     assert.equal((await p.page('fresh', 10)).body, '[{"name":"theirs"}]');
     assert.equal(p.reads(), 4);
+  });
+
+  it("keeps an owner's page while another owner writes, and reads it again after its own write", async () => {
+    await store.plants.create('quiet', { id: 1n, name: 'q' });
+    await known('quiet');
+    const p = pages(1 << 20);
+    await p.page('quiet', 10);
+    await store.plants.create('busy', { id: 1n, name: 'b' });
+    await known('quiet');
+    assert.equal((await p.page('quiet', 10)).body, '[{"name":"q"}]');
+    assert.equal(p.reads(), 1, "another owner's write leaves the page in place");
+    await store.plants.create('quiet', { id: 2n, name: 'r' });
+    await known('quiet');
+    assert.equal((await p.page('quiet', 10)).body, '[{"name":"q"},{"name":"r"}]');
+    assert.equal(p.reads(), 2);
   });
 
   it('reads every time with cacheBytes 0', async () => {

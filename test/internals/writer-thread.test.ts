@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import type { WriteOp } from '../../src/store/sqlite/plant-writes.sqlite.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
-import { SqliteWriteError, WriterThread } from '../../src/store/sqlite/writer-thread.js';
+import { SqliteWriteError, WriterThread, type CommitListener } from '../../src/store/sqlite/writer-thread.js';
 
 type CreateOp = Extract<WriteOp, { kind: 'create' }>;
 
@@ -44,18 +44,28 @@ describe('SQLite writer thread', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Counts the batches that changed plants, and keeps the owners each one reported. */
+  function listener() {
+    const batches: string[][] = [];
+    const counted: CommitListener = {
+      follow: () => {},
+      committed: (owners) => void (owners.length > 0 && batches.push([...owners])),
+      probed: () => {},
+    };
+    return { counted, batches, commits: () => batches.length };
+  }
   /** A writer thread on the suite's file that counts its commits; closed after the test. */
-  function writer(t: { after(fn: () => Promise<void>): void }): { thread: WriterThread; commits: () => number } {
-    let commits = 0;
-    const thread = new WriterThread({ path, durability: 'full' }, () => commits++);
+  function writer(t: { after(fn: () => Promise<void>): void }) {
+    const { counted, batches, commits } = listener();
+    const thread = new WriterThread({ path, durability: 'full' }, counted);
     t.after(() => thread.close());
-    return { thread, commits: () => commits };
+    return { thread, batches, commits };
   }
   const names = (owner: string) =>
     reader.prepare('SELECT name FROM plants WHERE owner = ? ORDER BY seq').pluck().all(owner) as string[];
 
   it('commits writes queued together as one batch, and answers each once it is visible', async (t) => {
-    const { thread, commits } = writer(t);
+    const { thread, batches, commits } = writer(t);
     const seenOnAnswer: boolean[] = [];
     const results = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
@@ -68,6 +78,7 @@ describe('SQLite writer thread', () => {
     assert.deepEqual(new Set(results), new Set(['created']));
     assert.equal(results.length, 100);
     assert.equal(commits(), 1, 'one commit for the batch');
+    assert.deepEqual(new Set(batches[0]), new Set(['batch']), 'reported with the owner it wrote');
     assert.ok(
       seenOnAnswer.every((seen) => seen),
       'every write was visible to another connection when it was answered',
@@ -116,8 +127,7 @@ describe('SQLite writer thread', () => {
   });
 
   it('close() commits the queued writes, then refuses new ones', async () => {
-    let commits = 0;
-    const thread = new WriterThread({ path, durability: 'full' }, () => commits++);
+    const thread = new WriterThread({ path, durability: 'full' }, listener().counted);
     const writes = [1, 2, 3].map((i) => thread.run(create('closing', i, `c${i}`)));
     const closed = thread.close();
     await closed;
@@ -128,7 +138,7 @@ describe('SQLite writer thread', () => {
   });
 
   it('close() before any write starts no thread and resolves', async () => {
-    const thread = new WriterThread({ path: join(dir, 'never', 'made.db'), durability: 'full' }, () => {});
+    const thread = new WriterThread({ path: join(dir, 'never', 'made.db'), durability: 'full' }, listener().counted);
     await thread.close();
     await assert.rejects(thread.run(create('x', 1, 'x')), StoreUnavailableError);
   });
@@ -136,7 +146,7 @@ describe('SQLite writer thread', () => {
   it('fails the waiting writes as unavailable when the thread cannot open the database', async () => {
     const notADirectory = join(dir, 'file');
     writeFileSync(notADirectory, '');
-    const thread = new WriterThread({ path: join(notADirectory, 'plants.db'), durability: 'full' }, () => {});
+    const thread = new WriterThread({ path: join(notADirectory, 'plants.db'), durability: 'full' }, listener().counted);
     const settled = await Promise.allSettled([1, 2].map((i) => thread.run(create('broken', i, 'b'))));
     for (const s of settled) {
       assert.equal(s.status, 'rejected');

@@ -1,18 +1,46 @@
 import type Database from 'better-sqlite3';
 
+/** What ChangeEpoch needs from the writer thread. */
+export interface WriterProbe {
+  /** A batch has been sent and not yet answered. */
+  readonly busy: boolean;
+  /**
+   * Asks the writer thread whether another connection committed; the answer
+   * comes through ChangeEpoch.probed. False when no answer can come.
+   */
+  probe(): boolean;
+}
+
+// Past this many owners with their own version, all of them start over
+// from one shared version, so memory stays bounded.
+const MAX_OWNERS = 10_000;
+
 /**
- * Counts changes to the database file: commits made through this connection
- * (bump) and commits by any other connection or process, which SQLite reports
- * through PRAGMA data_version. Reading the pragma costs a few microseconds,
- * so it is read at most once per turn of the event loop: a client that saw
- * another process acknowledge a write can only reach us in a later turn, so
- * it always sees the change.
+ * Versions of each owner's plants, for list page reuse. A write through this
+ * process's writer thread changes only its owners' versions. A commit by any
+ * other connection (another worker or process, the CLI) may have touched any
+ * owner, so it changes them all.
+ *
+ * SQLite reports commits by other connections through PRAGMA data_version,
+ * read at most once per turn of the event loop (a client that saw another
+ * process acknowledge a write can only reach us in a later turn). Our writer
+ * thread has a connection of its own, so its commits change the main
+ * connection's data_version too. When that may be why it changed, the
+ * writer thread, whose own data_version changes only for the others, is
+ * asked; until it answers, no version is given and nothing is reused.
  */
 export class ChangeEpoch {
-  #epoch = 0;
+  // Every version comes from this counter, so a change always gives a version
+  // never handed out before.
+  #counter = 0;
+  #all = 0;
+  readonly #owners = new Map<string, number>();
+  readonly #read: Database.Statement;
   #dataVersion: unknown;
   #fresh = false;
-  readonly #read: Database.Statement;
+  #writer: WriterProbe | undefined;
+  #probes = 0;
+  #answers = 0;
   readonly #expire = () => {
     this.#fresh = false;
   };
@@ -22,20 +50,53 @@ export class ChangeEpoch {
     this.#dataVersion = this.#read.get();
   }
 
-  bump(): void {
-    this.#epoch++;
+  follow(writer: WriterProbe): void {
+    this.#writer = writer;
   }
 
-  current(): number {
+  /** This owner's plants may have changed through this process. */
+  bump(owner: string): void {
+    if (this.#owners.size >= MAX_OWNERS && !this.#owners.has(owner)) this.#bumpAll();
+    this.#owners.set(owner, ++this.#counter);
+  }
+
+  /** A batch of the writer thread committed; `foreign`: another connection committed since its last report. */
+  committed(owners: readonly string[], foreign: boolean): void {
+    if (foreign) this.#bumpAll();
+    for (const owner of owners) this.bump(owner);
+    // Read data_version now, before the next batch is sent: the change is
+    // this commit, perhaps with another connection's, and the probe this
+    // sends is then answered ahead of that batch.
+    this.#check(true);
+  }
+
+  /** The writer thread's answer to a probe. */
+  probed(foreign: boolean): void {
+    if (foreign) this.#bumpAll();
+    this.#answers++;
+  }
+
+  /** The owner's current version, or undefined while the store cannot tell. */
+  current(owner: string): number | undefined {
+    if (!this.#fresh) this.#check(this.#writer?.busy ?? false);
+    if (this.#answers < this.#probes) return undefined;
+    return Math.max(this.#all, this.#owners.get(owner) ?? 0);
+  }
+
+  #check(mayBeOurs: boolean): void {
     if (!this.#fresh) {
-      const version = this.#read.get();
-      if (version !== this.#dataVersion) {
-        this.#dataVersion = version;
-        this.#epoch++;
-      }
       this.#fresh = true;
       setImmediate(this.#expire);
     }
-    return this.#epoch;
+    const version = this.#read.get();
+    if (version === this.#dataVersion) return;
+    this.#dataVersion = version;
+    if (mayBeOurs && this.#writer?.probe()) this.#probes++;
+    else this.#bumpAll();
+  }
+
+  #bumpAll(): void {
+    this.#all = ++this.#counter;
+    this.#owners.clear();
   }
 }

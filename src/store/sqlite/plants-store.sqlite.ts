@@ -121,9 +121,9 @@ export class SqlitePlantStore implements PlantStore {
     return this.writer.run({ kind: 'delete', owner, id });
   }
 
-  changeEpoch(): number {
+  changeEpoch(owner: string): number | undefined {
     this.#ensureOpen();
-    return this.changes.current();
+    return this.changes.current(owner);
   }
 
   async insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
@@ -132,7 +132,7 @@ export class SqlitePlantStore implements PlantStore {
     this.db.transaction(() => {
       for (const p of plants) n += this.#insert.run(owner, p.id, p.name, p.tag ?? null).changes;
     })();
-    if (n > 0) this.changes.bump();
+    if (n > 0) this.changes.bump(owner);
     return n;
   }
 }

@@ -45,7 +45,7 @@ export class SqliteStore implements Store {
     options: SqliteOptions,
   ) {
     const changes = new ChangeEpoch(db);
-    this.#writer = new WriterThread(options, () => changes.bump());
+    this.#writer = new WriterThread(options, changes);
     this.plants = new SqlitePlantStore(db, this.#writer, changes);
     this.tokens = new SqliteTokenStore(db);
     this.transfer = new SqliteTransfer(db);

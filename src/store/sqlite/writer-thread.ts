@@ -1,9 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
+import type { ChangeEpoch, WriterProbe } from './change-epoch.js';
 import type { SqliteOptions } from './db-connect.sqlite.js';
 import type { WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
-import type { Outcome } from './writer.worker.js';
+import type { Report } from './writer.worker.js';
 
 interface Pending {
   op: WriteOp;
@@ -22,6 +23,9 @@ export class SqliteWriteError extends Error {
   }
 }
 
+/** Told of every batch the thread commits and every probe it answers: a ChangeEpoch. */
+export type CommitListener = Pick<ChangeEpoch, 'follow' | 'committed' | 'probed'>;
+
 const BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']);
 // A commit costs far more than an insert (the WAL write and its fsync), so a
 // small batch waits a few turns of the event loop for more writes to join it:
@@ -35,7 +39,7 @@ const MAX_WAIT_TURNS = 8;
  * batch is being committed, and go as the next batch as soon as it is done.
  * A caller is answered only when the batch holding its write has committed.
  */
-export class WriterThread {
+export class WriterThread implements WriterProbe {
   #worker: Worker | undefined;
   #queue: Pending[] = [];
   #inFlight: Pending[] | undefined;
@@ -52,12 +56,26 @@ export class WriterThread {
   /** The thread starts with the first write, so read-only users (the CLI) never pay for it. */
   constructor(
     private readonly options: SqliteOptions,
-    private readonly onCommit: () => void,
-  ) {}
+    private readonly changes: CommitListener,
+  ) {
+    changes.follow(this);
+  }
+
+  get busy(): boolean {
+    return this.#inFlight !== undefined;
+  }
+
+  probe(): boolean {
+    if (!this.#worker || this.#failed) return false;
+    this.#worker.postMessage('probe');
+    return true;
+  }
 
   #start(): Worker {
     const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData: this.options });
-    worker.on('message', (outcomes: Outcome[]) => this.#settle(outcomes));
+    worker.on('message', (report: Report) =>
+      report.outcomes ? this.#settle(report.outcomes, report.foreign) : this.changes.probed(report.foreign),
+    );
     worker.on('error', (error) => this.#fail(error));
     worker.on('exit', () => this.#fail(new Error('the SQLite writer thread stopped')));
     return worker;
@@ -107,14 +125,18 @@ export class WriterThread {
     this.#worker.postMessage(this.#inFlight.map((p) => p.op));
   }
 
-  #settle(outcomes: Outcome[]): void {
+  #settle(outcomes: NonNullable<Report['outcomes']>, foreign: boolean): void {
     const batch = this.#inFlight ?? [];
     this.#inFlight = undefined;
     if (metricsOn) {
       this.#commitSeries.observe((performance.now() - this.#sentAt) / 1000);
       this.#batchSeries.observe(batch.length);
     }
-    if (outcomes.some((o) => o.ok)) this.onCommit();
+    // Before anyone is answered, so no list served after an answer predates its write.
+    this.changes.committed(
+      batch.filter((_, i) => outcomes[i]?.ok).map((p) => p.op.owner),
+      foreign,
+    );
     outcomes.forEach((o, i) => {
       const p = batch[i]!;
       if (o.ok) p.resolve(o.value);

@@ -8,14 +8,39 @@ import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from '
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
+/**
+ * The answer to a batch (its outcomes) or to a probe. foreign: a connection
+ * other than this thread's committed since the last report. This connection's
+ * data_version changes only for those, so the main thread can tell its own
+ * writes from everyone else's (change-epoch.ts). The first report says true:
+ * what happened before this thread started is unknown.
+ */
+export interface Report {
+  outcomes?: Outcome[];
+  foreign: boolean;
+}
+
 const db = openSqlite(workerData as SqliteOptions);
 const writes = new GroupCommit(db);
 const write = plantWriter(db);
+const dataVersion = db.prepare('PRAGMA data_version').pluck();
+let seen: unknown;
 
-parentPort!.on('message', (ops: WriteOp[] | 'close') => {
+function foreign(): boolean {
+  const version = dataVersion.get();
+  const changed = version !== seen;
+  seen = version;
+  return changed;
+}
+
+parentPort!.on('message', (ops: WriteOp[] | 'close' | 'probe') => {
   if (ops === 'close') {
     db.close();
     parentPort!.close();
+    return;
+  }
+  if (ops === 'probe') {
+    parentPort!.postMessage({ foreign: foreign() } satisfies Report);
     return;
   }
   const outcomes: Outcome[] = writes.commitNow(ops.map((op) => () => write(op))).map((s) =>
@@ -29,5 +54,5 @@ parentPort!.on('message', (ops: WriteOp[] | 'close') => {
           },
         },
   );
-  parentPort!.postMessage(outcomes);
+  parentPort!.postMessage({ outcomes, foreign: foreign() } satisfies Report);
 });
