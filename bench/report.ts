@@ -24,6 +24,8 @@ interface RunInfo {
   method: string;
   serviceFlags: string[];
   loadavg: [number, number];
+  cpus: number;
+  fsync: [p50: number, p99: number];
 }
 
 // Rounded down, so a ratio just under a target never prints as the target.
@@ -52,6 +54,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     `\`${run.command}\`, ${run.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
     '',
     `- Machine: ${run.machine}; load average ${run.loadavg[0].toFixed(2)} at the start, ${run.loadavg[1].toFixed(2)} at the end (other work on the machine lowers both servers' numbers).`,
+    `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
     `- Service: \`node dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${run.serviceFlags.length ? ` \`${run.serviceFlags.join(' ')}\`` : ''}, as \`npm start\` runs it${run.serviceFlags.length ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
     '- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging.',
     `- Load: ${run.method}.`,
@@ -80,6 +83,12 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       '',
     );
   }
+  // Two busy processes of ours (a server and the load generator) at a time.
+  if (run.loadavg[0] > run.cpus)
+    lines.push(
+      `**The machine was busy before the run began** (load average ${run.loadavg[0].toFixed(2)} on ${run.cpus} CPUs): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
+      '',
+    );
   lines.push('Load generator, per scenario:', '');
   for (const o of outcomes) lines.push(`- ${o.scenario.name}: ${generatorCheck(o)}.`);
   lines.push('');

@@ -1,7 +1,7 @@
 // npm run bench [-- options] [-- extra service flags]
 // The service started as `npm start` starts it, next to an in-memory
 // baseline, under the same load generator, in alternating rounds.
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import * as fs from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,19 +58,31 @@ const scenarios = picked.map((n) => {
   if (!s) throw new Error(`unknown scenario "${n}"; known: ${SCENARIOS.map((x) => x.name).join(', ')}`);
   return s;
 });
-const [seconds, rounds, warmup, connections] = [o.seconds, o.rounds, o.warmup, o.connections].map(Number) as [
-  number,
-  number,
-  number,
-  number,
-];
+const [seconds = 5, rounds = 3, warmup = 2, connections = 32] = [o.seconds, o.rounds, o.warmup, o.connections].map(
+  Number,
+);
 
 // The service reads these; the bench leaves nothing from the caller's shell in them.
 const env = Object.fromEntries(
   Object.entries(process.env).filter(([k]) => !/^(HOST|PORT|DATABASE_URL|LOG_LEVEL|PLANTS_.*)$/.test(k)),
 );
-const dir = mkdtempSync(join(tmpdir(), 'plant-bench-'));
+const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
+
+/** fsync latency of the disk under the temporary folder: a create is answered only after one. */
+function fsyncMs(): [p50: number, p99: number] {
+  const fd = fs.openSync(join(dir, 'fsync.tmp'), 'w');
+  const ms: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    fs.writeSync(fd, Buffer.alloc(4096, i));
+    const t0 = performance.now();
+    fs.fsyncSync(fd);
+    ms.push(performance.now() - t0);
+  }
+  fs.closeSync(fd);
+  ms.sort((a, b) => a - b);
+  return [ms[100]!, ms[198]!];
+}
 
 /** Cursors at evenly spread points of the list, found by walking it with pages of 1000. */
 async function seedsFor(url: string, token: string, rows: number, count: number): Promise<string[]> {
@@ -104,7 +116,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
   console.log(`\n${s.name}: ${s.title}`);
   const { db, tokens } = await prepare(s, join(dir, `${s.name}.db`));
   const spec = join(dir, `${s.name}-baseline.json`);
-  writeFileSync(
+  fs.writeFileSync(
     spec,
     JSON.stringify({ owners: tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner })) }),
   );
@@ -167,7 +179,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
       service: best(measured.service),
       errors: [...measured.baseline, ...measured.service].reduce((n, r) => n + r.errors, 0),
       serviceRequests: sent.service,
-      serviceLogBytes: statSync(log).size,
+      serviceLogBytes: fs.statSync(log).size,
     };
   } finally {
     for (const srv of servers) await stop(srv.child);
@@ -176,17 +188,18 @@ async function runScenario(s: Scenario): Promise<Outcome> {
 
 const startedAt = new Date();
 const load0 = loadavg()[0]!;
+const fsync = fsyncMs();
 console.log(
   `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
     `${tool}${pinning.on ? ', server on CPU 0 and load generator on CPU 1' : `, not pinned (${pinning.why})`}`,
 );
-if (o['cpu-prof']) mkdirSync(o['cpu-prof'], { recursive: true });
+if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 const outcomes: Outcome[] = [];
 try {
   for (const s of scenarios) outcomes.push(await runScenario(s));
 } finally {
   if (o.keep) console.log(`\nkept ${dir}`);
-  else rmSync(dir, { recursive: true, force: true });
+  else fs.rmSync(dir, { recursive: true, force: true });
 }
 const md = report(outcomes, {
   startedAt,
@@ -198,6 +211,8 @@ const md = report(outcomes, {
     (pinning.on ? 'servers on CPU 0, load generator on CPU 1' : `not pinned: ${pinning.why}`),
   serviceFlags,
   loadavg: [load0, loadavg()[0]!],
+  cpus: cpus().length,
+  fsync,
 });
 console.log(`\n${md}`);
-if (o.out !== '-') writeFileSync(o.out, md);
+if (o.out !== '-') fs.writeFileSync(o.out, md);
