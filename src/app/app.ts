@@ -17,6 +17,7 @@ import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { errors } from '../http/errors.js';
+import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLine } from './logger.js';
@@ -59,6 +60,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,
+    ...serverTimeouts(config),
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId();
@@ -75,6 +77,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     childLoggerFactory: (logger) => logger,
   });
   app.addHook('onClose', async () => closeLogger(app.log));
+  guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
@@ -102,6 +105,11 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   });
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    // Node would refuse this itself, before any hook, with a bare 400 (see serverTimeouts).
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      reply.header('connection', 'close');
+      return done(errors.badRequest('the Host header is missing: HTTP/1.1 requests must send one'));
+    }
     if (closing) {
       refused.add(request);
       refusedCount++;
