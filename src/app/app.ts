@@ -25,6 +25,29 @@ import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+const CREDENTIAL_RUN = /[A-Za-z0-9_-]{32,}/g;
+
+/**
+ * Whether an incoming X-Request-Id looks like a credential: one of our tokens
+ * (plnt_…), a JWT (eyJ…), or any long run of URL-safe characters mixing upper
+ * case, lower case and digits, as random secrets do (UUIDs and hex trace ids
+ * do not). Such a value is never echoed or logged: a client or a proxy may
+ * have put a secret there by mistake.
+ */
+function looksLikeSecret(id: string): boolean {
+  if (/plnt_|^eyJ/i.test(id)) return true;
+  for (const [run] of id.matchAll(CREDENTIAL_RUN)) {
+    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /\d/.test(run)) return true;
+  }
+  return false;
+}
+
+/** The request id to use: the caller's X-Request-Id when it is safe to repeat, else a new one. */
+function requestId(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) && !looksLikeSecret(incoming)
+    ? incoming
+    : nextRequestId();
+}
 
 // Unique without a random UUID per request: a random prefix per process and a counter.
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
@@ -61,10 +84,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,
     ...serverTimeouts(config),
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId();
-    },
+    genReqId: (req) => requestId(req.headers['x-request-id']),
     requestIdHeader: false,
     // Fastify's own 503 while closing has a body of another shape; ours is below.
     return503OnClosing: false,
