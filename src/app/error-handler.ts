@@ -18,7 +18,7 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
   if (error instanceof AppError) return error;
   if (error instanceof RequestValidationError || error instanceof InvalidCursorError)
     return errors.badRequest(error.message);
-  if (error instanceof StoreUnavailableError) return errors.unavailable();
+  if (error instanceof StoreUnavailableError) return errors.unavailable(undefined, error.retryAfterSeconds);
   const fastifyError = error as FastifyError;
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

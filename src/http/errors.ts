@@ -86,5 +86,11 @@ export const errors = {
   headersTooLarge: () => new AppError('HEADERS_TOO_LARGE', 431, 'the request headers are too large'),
   requestTimeout: () => new AppError('REQUEST_TIMEOUT', 408, 'the request did not arrive in time'),
   internal: () => new AppError('INTERNAL', 500, 'internal server error'),
-  unavailable: (what = 'the store is unavailable, try again shortly') => new AppError('UNAVAILABLE', 503, what),
+  unavailable: (what = 'the store is unavailable, try again shortly', retryAfterSeconds?: number) =>
+    new AppError(
+      'UNAVAILABLE',
+      503,
+      what,
+      retryAfterSeconds === undefined ? {} : { 'retry-after': String(retryAfterSeconds) },
+    ),
 } as const;
