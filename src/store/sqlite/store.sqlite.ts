@@ -2,7 +2,7 @@ import { statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { migrateToLatest, type MigrationReport } from '../migrate.js';
+import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
@@ -92,7 +92,23 @@ export class SqliteStore implements Store {
   }
 }
 
-export async function openSqliteStore(options: SqliteOptions & { migrate?: boolean }): Promise<SqliteStore> {
-  if (options.migrate !== false) await migrateSqlite(options);
+/** Refuses a SQLite file without the whole Plant Store schema, changing nothing. */
+export async function requireSqliteSchema(options: SqliteOptions): Promise<void> {
+  const db = new Kysely<unknown>({
+    dialect: new SqliteDialect({ database: openSqlite({ ...options, mustExist: true }) }),
+  });
+  try {
+    await requireSchema(db, sqliteMigrations, `the SQLite file ${options.path}`);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** migrate: bring the schema up to date (the default); 'require': refuse a file without it. */
+export async function openSqliteStore(
+  options: SqliteOptions & { migrate?: boolean | 'require' },
+): Promise<SqliteStore> {
+  if (options.migrate === 'require') await requireSqliteSchema(options);
+  else if (options.migrate !== false) await migrateSqlite(options);
   return new SqliteStore(openSqlite(options), { path: options.path, durability: options.durability });
 }
