@@ -115,7 +115,7 @@ describe('connection timeouts, deadline and cap', () => {
     it('closes a connection that sends nothing within the head timeout, without answering', async () => {
       const r = await exchange(server.port, () => {}, 5000);
       assert.equal(r.data, '');
-      assert.ok(r.closedAfterMs >= 800 && r.closedAfterMs <= 1300, `closed after ${r.closedAfterMs} ms`);
+      assert.ok(r.closedAfterMs >= 800 && r.closedAfterMs <= 1800, `closed after ${r.closedAfterMs} ms`);
     });
 
     it('answers 408 to a request head trickled a line at a time, within the head timeout', async () => {
@@ -128,7 +128,7 @@ describe('connection timeouts, deadline and cap', () => {
         5000,
       );
       expectJsonError(r.data, 408, /did not arrive in time/);
-      assert.ok(r.closedAfterMs <= 1300, `closed after ${r.closedAfterMs} ms`);
+      assert.ok(r.closedAfterMs <= 1800, `closed after ${r.closedAfterMs} ms`);
     });
 
     for (const [what, path, auth] of [
@@ -148,7 +148,7 @@ describe('connection timeouts, deadline and cap', () => {
           6000,
         );
         expectJsonError(r.data, 408, /did not arrive in time/);
-        assert.ok(r.closedAfterMs >= 1500 && r.closedAfterMs <= 2400, `closed after ${r.closedAfterMs} ms`);
+        assert.ok(r.closedAfterMs >= 1500 && r.closedAfterMs <= 2800, `closed after ${r.closedAfterMs} ms`);
       });
     }
 
@@ -200,7 +200,7 @@ describe('connection timeouts, deadline and cap', () => {
     try {
       const r = await exchange(server.port, () => {}, 12_000);
       assert.equal(r.data, '');
-      assert.ok(r.closedAfterMs >= 8500 && r.closedAfterMs <= 10_300, `closed after ${r.closedAfterMs} ms`);
+      assert.ok(r.closedAfterMs >= 8500 && r.closedAfterMs <= 10_500, `closed after ${r.closedAfterMs} ms`);
     } finally {
       await stopGracefully(server);
     }

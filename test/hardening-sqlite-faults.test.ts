@@ -38,6 +38,21 @@ const IN_CI = process.env.CI === 'true';
 const IS_ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
 
+/** Why a small tmpfs cannot be mounted here, if it cannot. */
+function tmpfsProblem(): string | undefined {
+  if (!IS_ROOT) return 'mounting a small tmpfs needs root';
+  const probe = mkdtempSync(join(tmpdir(), 'plant-store-mount-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { stdio: 'pipe' });
+    execFileSync('umount', [probe]);
+    return undefined;
+  } catch (error) {
+    return `cannot mount a tmpfs here: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
 /** Skips (or, under CI=true, fails) a test that needs something this machine lacks. */
 function needs(problem: string | undefined): { skip?: string } {
   if (problem === undefined || IN_CI) return {};
@@ -179,7 +194,7 @@ describe('SQLite store faults', () => {
 
   it(
     'disk full: 503 with Retry-After (never 500), not ready, then recovers with no acknowledged write lost',
-    needs(IS_ROOT ? undefined : 'mounting a small tmpfs needs root'),
+    needs(tmpfsProblem()),
     async () => {
       const mnt = newDir();
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
