@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import {
   delay,
@@ -19,6 +18,7 @@ import {
   tokensIn,
   type ServerProcess,
 } from './helpers/server.js';
+import { after, before, describe, it } from './helpers/requirements.js';
 
 interface Exchange {
   /** Everything the server sent. */

@@ -2,7 +2,6 @@
 // stores, and work on every instance sharing the database; the token tools
 // never create the schema in a database they are pointed at.
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
@@ -11,6 +10,7 @@ import { createRaw, expectError, getPage, listAll, newOwner } from './helpers/pl
 import { query } from './helpers/pg.js';
 import { runCli } from './helpers/server.js';
 import { describeEachStore } from './helpers/stores.js';
+import { before, it } from './helpers/requirements.js';
 
 const cursorOf = (next: string) => decodeURIComponent(/cursor=([^&]+)/.exec(next)![1]!);
 

@@ -6,11 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
 import { useApp } from './helpers/app.js';
 import { createRaw, deletePlant, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
 import { httpRequest, serveArgs, startServer, stopGracefully, useProcessCleanup } from './helpers/server.js';
 import { describeEachStore } from './helpers/stores.js';
+import { describe, it } from './helpers/requirements.js';
 
 const ID_MESSAGE = 'id must be an integer between -9223372036854775808 and 9223372036854775807';
 const TOO_MANY = /more than 100 JSON values/;

@@ -17,9 +17,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { expectErrorBody } from './helpers/pg.js';
+import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
 import {
   delay,
   httpRequest,
@@ -34,39 +34,27 @@ import {
   type ServerProcess,
 } from './helpers/server.js';
 
-const IN_CI = process.env.CI === 'true';
 const IS_ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
 
-/** Why a small tmpfs cannot be mounted here, if it cannot. */
-function tmpfsProblem(): string | undefined {
-  if (!IS_ROOT) return 'mounting a small tmpfs needs root';
+// Disk full needs a small file system of its own: a tmpfs, which only root may mount.
+const tmpfs = await requirement('root, to mount a small tmpfs for a full disk', () => {
+  if (!IS_ROOT) throw new Error('not running as root');
   const probe = mkdtempSync(join(tmpdir(), 'plant-store-mount-'));
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { stdio: 'pipe' });
     execFileSync('umount', [probe]);
-    return undefined;
   } catch (error) {
-    return `cannot mount a tmpfs here: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`;
+    throw new Error(`mount -t tmpfs failed: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`);
   } finally {
     rmSync(probe, { recursive: true, force: true });
   }
-}
+});
 
-/** Skips (or, under CI=true, fails) a test that needs something this machine lacks. */
-function needs(problem: string | undefined): { skip?: string } {
-  if (problem === undefined || IN_CI) return {};
-  return { skip: problem };
-}
-
-function commandWorks(cmd: string, args: string[]): boolean {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+// Root may write any file, so as root the server runs as nobody to meet a read-only file.
+const dropPrivileges = await requirement('setpriv, to run the server as nobody (running as root)', () => {
+  if (IS_ROOT) execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
+});
 
 /** Polls `attempt` every 100 ms until it returns true, for at most `ms`. */
 async function eventually(what: string, ms: number, attempt: () => Promise<boolean>): Promise<void> {
@@ -164,11 +152,8 @@ describe('SQLite store faults', () => {
   // The bug: the writer opens its connection at the first write; opened on a
   // file it may not write, it stayed read-only for good. Root may write any
   // file, so as root the server runs as nobody.
-  const canDropPrivileges = !IS_ROOT || commandWorks('setpriv', ['--version']);
-  it(
-    'store file read-only at the first write: 503 with Retry-After, not ready, then recovers by itself',
-    needs(canDropPrivileges ? undefined : 'running as root without setpriv, so the server cannot run as nobody'),
-    async () => {
+  needs(dropPrivileges, () => {
+    it('store file read-only at the first write: 503 with Retry-After, not ready, then recovers by itself', async () => {
       const d = newDir();
       const db = join(d, 'plants.db');
       if (IS_ROOT) {
@@ -189,13 +174,11 @@ describe('SQLite store faults', () => {
       await eventually('/readyz is 200', 10_000, async () => (await readyz(server)) === 200);
       assert.deepEqual(await listAllNames(server.url, token), ['p-1']);
       await stopGracefully(server);
-    },
-  );
+    });
+  });
 
-  it(
-    'disk full: 503 with Retry-After (never 500), not ready, then recovers with no acknowledged write lost',
-    needs(tmpfsProblem()),
-    async () => {
+  needs(tmpfs, () => {
+    it('disk full: 503 with Retry-After (never 500), not ready, then recovers with no acknowledged write lost', async () => {
       const mnt = newDir();
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
       let server: ServerProcess | undefined;
@@ -241,8 +224,8 @@ describe('SQLite store faults', () => {
         await stopGracefully(server);
         execFileSync('umount', ['-l', mnt]);
       }
-    },
-  );
+    });
+  });
 
   it('a store file copied back from a backup is served again', async () => {
     const d = newDir();

@@ -3,10 +3,10 @@
 // and without framework fingerprints, keeps input away from SQL, and tells a
 // client nothing about its internals when the store fails.
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
 import { useApp } from './helpers/app.js';
 import { createRaw, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
 import { describeEachStore } from './helpers/stores.js';
+import { it } from './helpers/requirements.js';
 
 interface OpenApiDoc {
   paths: Record<

@@ -11,9 +11,13 @@ import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import type { WriteOp } from '../../src/store/sqlite/plant-writes.sqlite.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
+import { fileIdentity } from '../../src/store/sqlite/store-file.js';
 import { SqliteWriteError, WriterThread } from '../../src/store/sqlite/writer-thread.js';
 
 type CreateOp = Extract<WriteOp, { kind: 'create' }>;
+
+/** The identity of a store file that never existed (the thread refuses to write anywhere else). */
+const NO_FILE = { dev: 0, ino: 0 };
 
 const create = (owner: string, id: number, name: string, tag: string | null = null): CreateOp => ({
   kind: 'create',
@@ -47,7 +51,7 @@ describe('SQLite writer thread', () => {
   /** A writer thread on the suite's file that counts its commits; closed after the test. */
   function writer(t: { after(fn: () => Promise<void>): void }): { thread: WriterThread; commits: () => number } {
     let commits = 0;
-    const thread = new WriterThread({ path, durability: 'full' }, () => commits++);
+    const thread = new WriterThread({ path, durability: 'full', opened: fileIdentity(path) }, () => commits++);
     t.after(() => thread.close());
     return { thread, commits: () => commits };
   }
@@ -117,7 +121,7 @@ describe('SQLite writer thread', () => {
 
   it('close() commits the queued writes, then refuses new ones', async () => {
     let commits = 0;
-    const thread = new WriterThread({ path, durability: 'full' }, () => commits++);
+    const thread = new WriterThread({ path, durability: 'full', opened: fileIdentity(path) }, () => commits++);
     const writes = [1, 2, 3].map((i) => thread.run(create('closing', i, `c${i}`)));
     const closed = thread.close();
     await closed;
@@ -128,7 +132,10 @@ describe('SQLite writer thread', () => {
   });
 
   it('close() before any write starts no thread and resolves', async () => {
-    const thread = new WriterThread({ path: join(dir, 'never', 'made.db'), durability: 'full' }, () => {});
+    const thread = new WriterThread(
+      { path: join(dir, 'never', 'made.db'), durability: 'full', opened: NO_FILE },
+      () => {},
+    );
     await thread.close();
     await assert.rejects(thread.run(create('x', 1, 'x')), StoreUnavailableError);
   });
@@ -136,7 +143,10 @@ describe('SQLite writer thread', () => {
   it('fails the waiting writes as unavailable when the thread cannot open the database', async () => {
     const notADirectory = join(dir, 'file');
     writeFileSync(notADirectory, '');
-    const thread = new WriterThread({ path: join(notADirectory, 'plants.db'), durability: 'full' }, () => {});
+    const thread = new WriterThread(
+      { path: join(notADirectory, 'plants.db'), durability: 'full', opened: NO_FILE },
+      () => {},
+    );
     const settled = await Promise.allSettled([1, 2].map((i) => thread.run(create('broken', i, 'b'))));
     for (const s of settled) {
       assert.equal(s.status, 'rejected');
