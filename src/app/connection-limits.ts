@@ -89,7 +89,8 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
       if (!res) continue;
       const since = firstSeen.get(res);
       if (since === undefined) firstSeen.set(res, now);
-      else if (now - since >= deadline) cut(res, socket, limits.requestTimeoutMs);
+      // A request still arriving is Node's to cut, with a 408 (serverTimeouts).
+      else if (now - since >= deadline && res.req.complete) cut(res, socket, limits.requestTimeoutMs);
     }
   };
   let timer: NodeJS.Timeout | undefined;
