@@ -49,6 +49,30 @@ export const SETTINGS = {
     kind: 'int',
     help: 'memory for reusing unchanged list pages (SQLite only); 0 turns it off',
   },
+  'headers-timeout-ms': {
+    env: 'PLANTS_HEADERS_TIMEOUT_MS',
+    default: '10000',
+    kind: 'int',
+    help: 'a new connection must send its whole request head within this time, or it is closed',
+  },
+  'request-timeout-ms': {
+    env: 'PLANTS_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    kind: 'int',
+    help: 'a request not received, handled and answered within this time is cut',
+  },
+  'keep-alive-timeout-ms': {
+    env: 'PLANTS_KEEP_ALIVE_TIMEOUT_MS',
+    default: '5000',
+    kind: 'int',
+    help: 'how long an idle keep-alive connection stays open after its last answer',
+  },
+  'max-connections': {
+    env: 'PLANTS_MAX_CONNECTIONS',
+    default: '10000',
+    kind: 'int',
+    help: 'open connections per process; beyond it new connections are closed at once (0: no cap)',
+  },
   'log-level': {
     env: 'LOG_LEVEL',
     default: 'info',
@@ -163,6 +187,8 @@ export type SettingName = keyof typeof SETTINGS;
 // (db-connect.postgres.ts); Node's setTimeout fires at once for delays past
 // INT32_MAX, which would fail every query.
 const MAX_STATEMENT_TIMEOUT_MS = INT32_MAX - 1001;
+// Node's timers fire at once for delays past INT32_MAX.
+const MAX_TIMER_MS = INT32_MAX;
 
 const Rate = Type.Object({
   max: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
@@ -183,6 +209,10 @@ const ConfigSchema = Type.Object({
   listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
   listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
+  headersTimeoutMs: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
+  requestTimeoutMs: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
+  keepAliveTimeoutMs: Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS }),
+  maxConnections: Type.Integer({ minimum: 0, maximum: 10_000_000 }),
   logLevel: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
   accessLog: Type.Boolean(),
   slowRequestMs: Type.Integer({ minimum: 0, maximum: INT32_MAX }),
@@ -308,6 +338,11 @@ export function loadConfig(
   if (config.listDefaultLimit > config.listMaxLimit) {
     throw new ConfigError(
       `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,
+    );
+  }
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(
+      `${label('headersTimeoutMs')} (${config.headersTimeoutMs}) must not exceed ${label('requestTimeoutMs')} (${config.requestTimeoutMs})`,
     );
   }
   checkJwtSettings(config, label);

@@ -43,13 +43,13 @@ const PLANT_OPERATIONS = [
 
 type IdSchema = { oneOf: Array<Record<string, unknown>>; description?: string };
 
-/** An int64 id: a JSON integer, or a string of 1 to 20 decimal digits. */
+/** An int64 id: a JSON integer, or a string of decimal digits without leading zeros. */
 function assertIdSchema(schema: IdSchema): void {
   assert.equal(schema.oneOf.length, 2, JSON.stringify(schema));
   assert.equal(schema.oneOf[0]!.type, 'integer');
   assert.equal(schema.oneOf[0]!.format, 'int64');
   assert.equal(schema.oneOf[1]!.type, 'string');
-  assert.equal(schema.oneOf[1]!.pattern, '^-?[0-9]{1,20}$');
+  assert.equal(schema.oneOf[1]!.pattern, '^-?(0|[1-9][0-9]{0,19})$');
 }
 
 /** A JSON pointer into the document, as a URI fragment. */

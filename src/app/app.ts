@@ -17,6 +17,7 @@ import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { errors } from '../http/errors.js';
+import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
@@ -24,6 +25,29 @@ import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+const CREDENTIAL_RUN = /[A-Za-z0-9_-]{32,}/g;
+
+/**
+ * Whether an incoming X-Request-Id looks like a credential: one of our tokens
+ * (plnt_…), a JWT (eyJ…), or any long run of URL-safe characters mixing upper
+ * case, lower case and digits, as random secrets do (UUIDs and hex trace ids
+ * do not). Such a value is never echoed or logged: a client or a proxy may
+ * have put a secret there by mistake.
+ */
+function looksLikeSecret(id: string): boolean {
+  if (/plnt_|^eyJ/i.test(id)) return true;
+  for (const [run] of id.matchAll(CREDENTIAL_RUN)) {
+    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /\d/.test(run)) return true;
+  }
+  return false;
+}
+
+/** The request id to use: the caller's X-Request-Id when it is safe to repeat, else a new one. */
+function requestId(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) && !looksLikeSecret(incoming)
+    ? incoming
+    : nextRequestId();
+}
 
 // Unique without a random UUID per request: a random prefix per process and a counter.
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
@@ -64,10 +88,8 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     loggerInstance: logger,
     logController: requestLog(config, logger, (request) => closing && refused.has(request)),
     bodyLimit: config.bodyLimit,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId();
-    },
+    ...serverTimeouts(config),
+    genReqId: (req) => requestId(req.headers['x-request-id']),
     requestIdHeader: false,
     // Fastify's own 503 while closing has a body of another shape; ours is below.
     return503OnClosing: false,
@@ -80,6 +102,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     childLoggerFactory: (logger) => logger,
   });
   app.addHook('onClose', async () => closeLogger(app.log));
+  guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
@@ -100,6 +123,11 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   });
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    // Node would refuse this itself, before any hook, with a bare 400 (see serverTimeouts).
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      reply.header('connection', 'close');
+      return done(errors.badRequest('the Host header is missing: HTTP/1.1 requests must send one'));
+    }
     if (closing) {
       refused.add(request);
       refusedCount++;

@@ -18,7 +18,7 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
   if (error instanceof AppError) return error;
   if (error instanceof RequestValidationError || error instanceof InvalidCursorError)
     return errors.badRequest(error.message);
-  if (error instanceof StoreUnavailableError) return errors.unavailable();
+  if (error instanceof StoreUnavailableError) return errors.unavailable(undefined, error.retryAfterSeconds);
   const fastifyError = error as FastifyError;
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -79,20 +79,38 @@ export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors'
   void sendError(reply, appError);
 };
 
-/** Requests Node's HTTP parser rejects never reach Fastify: answer them in the same Error shape. */
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
+
+/**
+ * Requests Node's HTTP parser rejects never reach Fastify: answer them in the
+ * same Error shape. Node also reports here a connection whose request head or
+ * body did not arrive in time (--headers-timeout-ms, --request-timeout-ms):
+ * 408, or, for a connection that never sent a byte, just closing it.
+ */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
+  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const answering = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
+  if (!socket.writable || (timedOut && (socket.bytesRead === 0 || answering?.headersSent))) {
     socket.destroy();
     return;
   }
-  const appError =
-    error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.badRequest('malformed HTTP request');
+  const appError = timedOut
+    ? errors.requestTimeout()
+    : error.code === 'HPE_HEADER_OVERFLOW'
+      ? errors.headersTooLarge()
+      : errors.badRequest('malformed HTTP request');
   const body = JSON.stringify({ error: appError.statusCode, message: appError.message });
   const headers = Object.entries({ ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8' })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
   socket.end(
-    `HTTP/1.1 ${appError.statusCode} ${appError.statusCode === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+    `HTTP/1.1 ${appError.statusCode} ${REASONS[appError.statusCode]}\r\n` +
       `${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  // A client that sends but does not read must not keep the socket open.
+  socket.destroySoon();
 }

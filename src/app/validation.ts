@@ -8,7 +8,10 @@ import { isInt64Schema, parseInt64Text } from '../schemas/int64.js';
 // exact int64 ids need. Messages come from each schema's x-error-message, so
 // a field's message is declared next to the field.
 
-const INTEGER_TEXT = /^-?\d{1,20}$/;
+// Written as JSON writes an integer: no sign but '-', no leading zeros (so
+// /plants/0900 and ?limit=01 are 400, as "id": 0900 is), and short enough to
+// be an int64 before BigInt sees it.
+const INTEGER_TEXT = /^-?(0|[1-9]\d{0,19})$/;
 
 type Part = 'body' | 'querystring' | 'params' | 'headers';
 

@@ -15,9 +15,11 @@ export const tokenList: Command = {
     },
   },
   async run(ctx, values) {
-    // mustExist: a mistyped --db is an error, not a new empty store.
+    // mustExist: a mistyped --db is an error, not a new empty store;
+    // existingSchema: a database that is not ours gets no tables.
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
+      existingSchema: true,
     });
     try {
       const tokens = await store.tokens.list();

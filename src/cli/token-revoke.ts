@@ -12,9 +12,11 @@ export const tokenRevoke: Command = {
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
     const target = positionals[0]!;
-    // mustExist: a mistyped --db is an error, not a new empty store.
+    // mustExist: a mistyped --db is an error, not a new empty store;
+    // existingSchema: a database that is not ours gets no tables.
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
+      existingSchema: true,
     });
     try {
       const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());

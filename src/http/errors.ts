@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'URI_TOO_LONG'
   | 'HEADERS_TOO_LARGE'
+  | 'REQUEST_TIMEOUT'
   | 'INTERNAL'
   | 'UNAVAILABLE';
 
@@ -83,6 +84,13 @@ export const errors = {
     new AppError('TOO_MANY_REQUESTS', 429, message, headers),
   uriTooLong: () => new AppError('URI_TOO_LONG', 414, 'the request URL is too long'),
   headersTooLarge: () => new AppError('HEADERS_TOO_LARGE', 431, 'the request headers are too large'),
+  requestTimeout: () => new AppError('REQUEST_TIMEOUT', 408, 'the request did not arrive in time'),
   internal: () => new AppError('INTERNAL', 500, 'internal server error'),
-  unavailable: (what = 'the store is unavailable, try again shortly') => new AppError('UNAVAILABLE', 503, what),
+  unavailable: (what = 'the store is unavailable, try again shortly', retryAfterSeconds?: number) =>
+    new AppError(
+      'UNAVAILABLE',
+      503,
+      what,
+      retryAfterSeconds === undefined ? {} : { 'retry-after': String(retryAfterSeconds) },
+    ),
 } as const;

@@ -5,10 +5,12 @@ export const INT64_MAX = 2n ** 63n - 1n;
 
 /**
  * An int64 written as text: in a path, or as a JSON string for clients whose
- * numbers are doubles. Optional minus, 1 to 20 decimal digits; leading zeros
- * are allowed (007 is 7). No plus sign, spaces, fraction, exponent or hex.
+ * numbers are doubles. Written as the JSON integer literal would be: optional
+ * minus, decimal digits without leading zeros (007 is refused, as it is in
+ * JSON, rather than quietly read as 7), at most 20 characters of digits. No
+ * plus sign, spaces, fraction, exponent or hex.
  */
-export const INT64_TEXT_PATTERN = '^-?[0-9]{1,20}$';
+export const INT64_TEXT_PATTERN = '^-?(0|[1-9][0-9]{0,19})$';
 const INT64_TEXT = new RegExp(INT64_TEXT_PATTERN);
 
 /** The bigint an int64 text stands for (range not checked: the Int64 kind does that), or undefined if it is not one. */

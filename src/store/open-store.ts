@@ -7,20 +7,30 @@ type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatem
 export interface OpenOptions {
   /** Refuse to create a new SQLite file (tools that manage an existing store: a typo must not create an empty one). */
   mustExist?: boolean;
+  /**
+   * Use the schema as it is, and refuse a database without it instead of
+   * creating it (tools that only read or change tokens: a database they are
+   * pointed at by mistake is left untouched).
+   */
+  existingSchema?: boolean;
 }
 
 // Each store module is loaded only when it is used, so a SQLite deployment
 // never loads pg and a PostgreSQL one never loads the SQLite native addon.
 
-/** Opens the store the config names (postgres:// URL or SQLite path), migrating it to the latest schema first. */
+/** Opens the store the config names (postgres:// URL or SQLite path), migrating it to the latest schema first unless told to use it as it is. */
 export async function openStore(settings: StoreSettings, options: OpenOptions = {}): Promise<Store> {
   const config = storeConfig(settings);
   if (config.kind === 'postgres') {
     const { openPostgresStore } = await import('./postgres/store.postgres.js');
-    return openPostgresStore(config.postgres);
+    return openPostgresStore({ ...config.postgres, migrate: options.existingSchema ? 'require' : true });
   }
   const { openSqliteStore } = await import('./sqlite/store.sqlite.js');
-  return openSqliteStore({ ...config.sqlite, mustExist: options.mustExist ?? false });
+  return openSqliteStore({
+    ...config.sqlite,
+    mustExist: (options.mustExist ?? false) || (options.existingSchema ?? false),
+    migrate: options.existingSchema ? 'require' : true,
+  });
 }
 
 export async function migrateStore(settings: StoreSettings): Promise<MigrationReport> {

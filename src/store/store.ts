@@ -108,9 +108,16 @@ export class InvalidCursorError extends Error {
   }
 }
 
-/** Thrown by stores when the database cannot be reached; answered as 503. */
+/**
+ * Thrown by stores when the database cannot be reached, or cannot take writes
+ * for now (disk full, file read-only or gone); answered as 503, with
+ * Retry-After when the store can tell when to try again.
+ */
 export class StoreUnavailableError extends Error {
-  constructor(cause: unknown) {
+  constructor(
+    cause: unknown,
+    readonly retryAfterSeconds?: number,
+  ) {
     super('store unavailable', { cause });
     this.name = 'StoreUnavailableError';
   }

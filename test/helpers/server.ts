@@ -185,13 +185,20 @@ const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:(\d+))/;
  */
 export async function startServer(
   args: string[],
-  opts: { env?: Record<string, string>; listeners?: number; timeoutMs?: number } = {},
+  opts: {
+    env?: Record<string, string>;
+    listeners?: number;
+    timeoutMs?: number;
+    /** A command that runs node for us (`setpriv --reuid=nobody …` to serve as another user); cwd is then /. */
+    prefix?: string[];
+  } = {},
 ): Promise<ServerProcess> {
   const listeners = opts.listeners ?? 1;
   const timeoutMs = opts.timeoutMs ?? 20_000;
-  const child = spawn(process.execPath, ['--enable-source-maps', CLI_PATH, 'serve', ...args], {
+  const [command, ...prefixArgs] = [...(opts.prefix ?? []), process.execPath];
+  const child = spawn(command!, [...prefixArgs, '--enable-source-maps', CLI_PATH, 'serve', ...args], {
     env: cleanEnv(opts.env),
-    cwd: scratch,
+    cwd: opts.prefix ? '/' : scratch,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const pids = new Set<number>();

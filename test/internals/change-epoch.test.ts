@@ -12,6 +12,7 @@ import type Database from 'better-sqlite3';
 import { ChangeEpoch } from '../../src/store/sqlite/change-epoch.js';
 import { openSqlite } from '../../src/store/sqlite/db-connect.sqlite.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
+import { fileIdentity } from '../../src/store/sqlite/store-file.js';
 import { WriterThread } from '../../src/store/sqlite/writer-thread.js';
 
 describe('SQLite change epoch', () => {
@@ -91,7 +92,7 @@ describe('SQLite change epoch', () => {
 
   it("a write through the writer thread moves only its owner; another connection's commit meanwhile moves all", async (t) => {
     const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal' }, epoch);
+    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
     t.after(() => writer.close());
     // The thread's first report cannot know what happened before it started.
     await writer.run(create('warm-up'));
@@ -112,7 +113,7 @@ describe('SQLite change epoch', () => {
 
   it('gives no version while it cannot tell its own commits from others, and one again after the answer', async (t) => {
     const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal' }, epoch);
+    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
     t.after(() => writer.close());
     await writer.run(create('warm-up'));
     await settled(epoch, 'b');

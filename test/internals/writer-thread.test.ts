@@ -11,9 +11,13 @@ import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import type { WriteOp } from '../../src/store/sqlite/plant-writes.sqlite.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
+import { fileIdentity } from '../../src/store/sqlite/store-file.js';
 import { SqliteWriteError, WriterThread, type CommitListener } from '../../src/store/sqlite/writer-thread.js';
 
 type CreateOp = Extract<WriteOp, { kind: 'create' }>;
+
+/** The identity of a store file that never existed (the thread refuses to write anywhere else). */
+const NO_FILE = { dev: 0, ino: 0 };
 
 const create = (owner: string, id: number, name: string, tag: string | null = null): CreateOp => ({
   kind: 'create',
@@ -57,7 +61,7 @@ describe('SQLite writer thread', () => {
   /** A writer thread on the suite's file that counts its commits; closed after the test. */
   function writer(t: { after(fn: () => Promise<void>): void }) {
     const { counted, batches, commits } = listener();
-    const thread = new WriterThread({ path, durability: 'full' }, counted);
+    const thread = new WriterThread({ path, durability: 'full', opened: fileIdentity(path) }, counted);
     t.after(() => thread.close());
     return { thread, batches, commits };
   }
@@ -127,7 +131,7 @@ describe('SQLite writer thread', () => {
   });
 
   it('close() commits the queued writes, then refuses new ones', async () => {
-    const thread = new WriterThread({ path, durability: 'full' }, listener().counted);
+    const thread = new WriterThread({ path, durability: 'full', opened: fileIdentity(path) }, listener().counted);
     const writes = [1, 2, 3].map((i) => thread.run(create('closing', i, `c${i}`)));
     const closed = thread.close();
     await closed;
@@ -138,7 +142,10 @@ describe('SQLite writer thread', () => {
   });
 
   it('close() before any write starts no thread and resolves', async () => {
-    const thread = new WriterThread({ path: join(dir, 'never', 'made.db'), durability: 'full' }, listener().counted);
+    const thread = new WriterThread(
+      { path: join(dir, 'never', 'made.db'), durability: 'full', opened: NO_FILE },
+      listener().counted,
+    );
     await thread.close();
     await assert.rejects(thread.run(create('x', 1, 'x')), StoreUnavailableError);
   });
@@ -146,7 +153,10 @@ describe('SQLite writer thread', () => {
   it('fails the waiting writes as unavailable when the thread cannot open the database', async () => {
     const notADirectory = join(dir, 'file');
     writeFileSync(notADirectory, '');
-    const thread = new WriterThread({ path: join(notADirectory, 'plants.db'), durability: 'full' }, listener().counted);
+    const thread = new WriterThread(
+      { path: join(notADirectory, 'plants.db'), durability: 'full', opened: NO_FILE },
+      listener().counted,
+    );
     const settled = await Promise.allSettled([1, 2].map((i) => thread.run(create('broken', i, 'b'))));
     for (const s of settled) {
       assert.equal(s.status, 'rejected');

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Migration } from 'kysely';
 
 // Append-only: a released migration is never edited, a change is a new entry.
@@ -27,6 +28,16 @@ export const postgresMigrations: Record<string, Migration> = {
         expires_at timestamptz,
         revoked_at timestamptz
       )`.execute(db);
+    },
+  },
+  '0002_cursor_key': {
+    async up(db: Kysely<unknown>) {
+      // List cursors are encrypted and authenticated with this key (see
+      // cursor.postgres.ts). It lives in the database, written once by the
+      // migration (which runs under the migrator's lock), so every instance
+      // sharing the database accepts the cursors any of them issued.
+      await sql`CREATE TABLE secrets (name text PRIMARY KEY, value bytea NOT NULL)`.execute(db);
+      await sql`INSERT INTO secrets (name, value) VALUES ('cursor_key', ${randomBytes(32)})`.execute(db);
     },
   },
 };

@@ -1,7 +1,5 @@
 import type pg from 'pg';
-import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import {
-  InvalidCursorError,
   StoreUnavailableError,
   type CreateOutcome,
   type NewPlantRecord,
@@ -9,6 +7,7 @@ import {
   type PlantRecord,
   type PlantStore,
 } from '../store.js';
+import { PgCursorCodec } from './cursor.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 /** What the create statement answers: inserted now, or the row already stored. */
@@ -72,41 +71,32 @@ const INSERT_MANY_BATCH = 5000;
 // 503 and retries later, which is what the storm needs anyway.
 const CREATE_ATTEMPTS = 5;
 
-const CURSOR = /^t([1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6})i(-?\d{1,19})$/;
-const MAX_CURSOR_LENGTH = 128;
-
-interface Position {
-  at: string;
-  id: bigint;
-}
-
-function encodeCursor({ at, id }: Position): string {
-  return Buffer.from(`t${at}i${id}`).toString('base64url');
-}
-
-function isCalendarTime(at: string): boolean {
-  const millis = at.slice(0, 23);
-  const date = new Date(`${millis}Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 23) === millis;
-}
-
-// Strict: only a string this module encoded decodes. Re-encoding rejects
-// padding, stray characters, leading zeros and "-0"; the range checks keep
-// the database from ever seeing an impossible timestamp or id.
-function decodeCursor(cursor: string): Position {
-  if (cursor.length > MAX_CURSOR_LENGTH) throw new InvalidCursorError();
-  const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!m) throw new InvalidCursorError();
-  const at = m[1]!;
-  const id = BigInt(m[2]!);
-  if (id < INT64_MIN || id > INT64_MAX || !isCalendarTime(at) || encodeCursor({ at, id }) !== cursor) {
-    throw new InvalidCursorError();
-  }
-  return { at, id };
-}
+const CURSOR_KEY = {
+  name: 'secrets_cursor_key',
+  text: "SELECT value FROM secrets WHERE name = 'cursor_key'",
+} as const;
 
 export class PostgresPlantStore implements PlantStore {
+  #codec: Promise<PgCursorCodec> | undefined;
+
   constructor(private readonly pool: pg.Pool) {}
+
+  /** The cursor codec, its key read from the database once (again after a failure). */
+  #cursors(): Promise<PgCursorCodec> {
+    if (this.#codec === undefined) {
+      const loading = withClient(this.pool, (client) => client.query<{ value: Buffer }>(CURSOR_KEY)).then(
+        ({ rows }) => {
+          if (rows[0] === undefined) throw new Error('the secrets table has no cursor_key: run plant-store migrate');
+          return new PgCursorCodec(rows[0].value);
+        },
+      );
+      this.#codec = loading;
+      loading.catch(() => {
+        if (this.#codec === loading) this.#codec = undefined;
+      });
+    }
+    return this.#codec;
+  }
 
   async create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     const tag = plant.tag ?? null;
@@ -138,7 +128,7 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
     const query =
       after === undefined
         ? { ...FIRST_PAGE, values: [owner, limit + 1] }
@@ -153,7 +143,7 @@ export class PostgresPlantStore implements PlantStore {
     }
     if (!more) return { plants };
     const [, , at, id] = rows[n - 1]!;
-    return { plants, next: encodeCursor({ at, id }) };
+    return { plants, next: (await this.#cursors()).encode(owner, { at, id }) };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {

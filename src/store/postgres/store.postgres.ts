@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
-import { migrateToLatest, type MigrationReport } from '../migrate.js';
+import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
 import { createPgPool, isUnavailableError, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
@@ -53,7 +53,33 @@ export class PostgresStore implements Store {
   }
 }
 
-export async function openPostgresStore(config: PostgresConfig & { migrate?: boolean }): Promise<PostgresStore> {
-  if (config.migrate !== false) await migratePostgres(config);
+/** The database a URL names, for messages: never its password. */
+function databaseName(url: string): string {
+  try {
+    const u = new URL(url);
+    return `the PostgreSQL database "${decodeURIComponent(u.pathname.slice(1)) || u.username || 'postgres'}" at ${u.host || 'localhost'}`;
+  } catch {
+    return 'the PostgreSQL database';
+  }
+}
+
+/** Refuses a database without the whole Plant Store schema, changing nothing. */
+export async function requirePostgresSchema(config: PostgresConfig): Promise<void> {
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: createPgPool(config, { max: 1 }) }) });
+  try {
+    await requireSchema(db, postgresMigrations, databaseName(config.url));
+  } catch (error) {
+    throw isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** migrate: bring the schema up to date (the default); 'require': refuse a database without it. */
+export async function openPostgresStore(
+  config: PostgresConfig & { migrate?: boolean | 'require' },
+): Promise<PostgresStore> {
+  if (config.migrate === 'require') await requirePostgresSchema(config);
+  else if (config.migrate !== false) await migratePostgres(config);
   return new PostgresStore(createPgPool(config));
 }

@@ -8,7 +8,7 @@ export interface WriterProbe {
    * Asks the writer thread whether another connection committed; the answer
    * comes through ChangeEpoch.probed. False when no answer can come.
    */
-  probe(): boolean;
+  checkForeign(): boolean;
 }
 
 // Past this many owners with their own version, all of them start over
@@ -91,7 +91,7 @@ export class ChangeEpoch {
     const version = this.#read.get();
     if (version === this.#dataVersion) return;
     this.#dataVersion = version;
-    if (mayBeOurs && this.#writer?.probe()) this.#probes++;
+    if (mayBeOurs && this.#writer?.checkForeign()) this.#probes++;
     else this.#bumpAll();
   }
 

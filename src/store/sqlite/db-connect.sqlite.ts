@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 import type { SqliteConfig } from '../../config.js';
+import { leaveMarker, refuseToStartOver } from './store-file.js';
 
 export interface SqliteOptions extends SqliteConfig {
   /** Fail instead of creating the file (and its folder) when it does not exist. */
@@ -13,13 +14,15 @@ export interface SqliteOptions extends SqliteConfig {
 // (the server's, the CLI's, the migrator's) gets the same pragmas.
 export function openSqlite({ path, durability, mustExist = false }: SqliteOptions): Database.Database {
   if (mustExist && !existsSync(path)) throw new Error(`no database at ${path}`);
+  if (!mustExist) refuseToStartOver(path);
   makeFolder(dirname(resolve(path)), path);
   let db: Database.Database;
   try {
-    db = new Database(path);
+    db = new Database(path, { fileMustExist: mustExist });
   } catch (error) {
     throw new Error(`cannot use ${path} as the SQLite database: ${(error as Error).message}`, { cause: error });
   }
+  if (!mustExist) leaveMarker(path);
   // WAL lets readers run while a writer commits, and makes a commit a single
   // append to the log.
   db.pragma('journal_mode = WAL');

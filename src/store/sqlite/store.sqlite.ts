@@ -1,9 +1,12 @@
+import { statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { migrateToLatest, type MigrationReport } from '../migrate.js';
+import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
+import { fileIdentity, storeFileProblem, type FileIdentity } from './store-file.js';
 import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
@@ -32,6 +35,9 @@ export async function migrateSqlite(options: SqliteOptions): Promise<MigrationRe
   }
 }
 
+/** Below this much free space, a store whose last write failed with "disk full" is not ready. */
+const LOW_SPACE_BYTES = 1024 * 1024;
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly plants: SqlitePlantStore;
@@ -39,25 +45,45 @@ export class SqliteStore implements Store {
   readonly transfer: SqliteTransfer;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
+  readonly #path: string;
+  readonly #opened: FileIdentity;
 
   constructor(
     private readonly db: Database.Database,
     options: SqliteOptions,
   ) {
     const changes = new ChangeEpoch(db);
-    this.#writer = new WriterThread(options, changes);
+    this.#path = options.path;
+    this.#opened = fileIdentity(options.path);
+    this.#writer = new WriterThread({ ...options, opened: this.#opened }, changes);
     this.plants = new SqlitePlantStore(db, this.#writer, changes);
     this.tokens = new SqliteTokenStore(db);
     this.transfer = new SqliteTransfer(db);
     this.#ping = db.prepare('SELECT 1');
   }
 
+  /**
+   * Ready when the database answers, its file is still the one opened, and
+   * writes work: after a write failed for a reason that was not its own (disk
+   * full, read-only), a probe write must commit first.
+   */
   async ping(): Promise<void> {
     try {
       this.#ping.get();
     } catch (error) {
       throw new StoreUnavailableError(error);
     }
+    const moved = storeFileProblem(this.#path, this.#opened);
+    if (moved !== undefined) throw new StoreUnavailableError(new Error(moved));
+    const problem = this.#writer.problem;
+    if (problem === undefined) return;
+    // A failed write may leave room in the write-ahead log for a small probe
+    // while real writes still fail: after "disk full", wait for free space first.
+    if (problem.code === 'SQLITE_FULL') {
+      const { bavail, bsize } = statfsSync(dirname(this.#path));
+      if (bavail * bsize < LOW_SPACE_BYTES) throw new StoreUnavailableError(new Error(problem.message));
+    }
+    await this.#writer.probe();
   }
 
   async close(): Promise<void> {
@@ -66,7 +92,23 @@ export class SqliteStore implements Store {
   }
 }
 
-export async function openSqliteStore(options: SqliteOptions & { migrate?: boolean }): Promise<SqliteStore> {
-  if (options.migrate !== false) await migrateSqlite(options);
+/** Refuses a SQLite file without the whole Plant Store schema, changing nothing. */
+export async function requireSqliteSchema(options: SqliteOptions): Promise<void> {
+  const db = new Kysely<unknown>({
+    dialect: new SqliteDialect({ database: openSqlite({ ...options, mustExist: true }) }),
+  });
+  try {
+    await requireSchema(db, sqliteMigrations, `the SQLite file ${options.path}`);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** migrate: bring the schema up to date (the default); 'require': refuse a file without it. */
+export async function openSqliteStore(
+  options: SqliteOptions & { migrate?: boolean | 'require' },
+): Promise<SqliteStore> {
+  if (options.migrate === 'require') await requireSqliteSchema(options);
+  else if (options.migrate !== false) await migrateSqlite(options);
   return new SqliteStore(openSqlite(options), { path: options.path, durability: options.durability });
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Scope, TokenRecord, TokenStore } from '../store.js';
+import { StoreUnavailableError, type Scope, type TokenRecord, type TokenStore } from '../store.js';
 
 interface TokenRow {
   id: string;
@@ -36,7 +36,7 @@ export class SqliteTokenStore implements TokenStore {
   readonly #revokeById: Database.Statement<[number, string]>;
   readonly #revokeByHash: Database.Statement<[number, Buffer]>;
 
-  constructor(db: Database.Database) {
+  constructor(private readonly db: Database.Database) {
     this.#insert = db.prepare(
       'INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
     );
@@ -63,7 +63,13 @@ export class SqliteTokenStore implements TokenStore {
     return this.#insertFirst.run(...tokenValues(t, hash)).changes === 1;
   }
 
+  // A closed store (shutting down) is unavailable, like an unreachable database.
+  #ensureOpen(): void {
+    if (!this.db.open) throw new StoreUnavailableError(new Error('the SQLite store is closed'));
+  }
+
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
+    this.#ensureOpen();
     const row = this.#byHash.get(hash);
     return row && toRecord(row);
   }

@@ -2,9 +2,9 @@ import { Worker } from 'node:worker_threads';
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe } from './change-epoch.js';
-import type { SqliteOptions } from './db-connect.sqlite.js';
-import type { WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
-import type { Report } from './writer.worker.js';
+import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
+import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import type { Outcome, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 
 interface Pending {
   op: WriteOp;
@@ -12,7 +12,11 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-/** Thrown for a write the database refused (a constraint, a full disk); answered as 500. */
+/**
+ * A write the database refused. On its own (a constraint) it is answered as
+ * 500; as the cause of a StoreUnavailableError (disk full, read-only, the
+ * file gone, busy) as 503.
+ */
 export class SqliteWriteError extends Error {
   constructor(
     message: string,
@@ -27,6 +31,10 @@ export class SqliteWriteError extends Error {
 export type CommitListener = Pick<ChangeEpoch, 'follow' | 'committed' | 'probed'>;
 
 const BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']);
+/** Retry-After of a write refused because the store cannot take writes for now (disk full, read-only). */
+const RETRY_AFTER_SECONDS = 5;
+// A thread that died is started again with the next write, but not sooner than this.
+const RESTART_AFTER_MS = 1000;
 // A commit costs far more than an insert (the WAL write and its fsync), so a
 // small batch waits a few turns of the event loop for more writes to join it:
 // until it is as large as the last batch (at most MIN_BATCH), and at most 8
@@ -46,10 +54,18 @@ export class WriterThread implements WriterProbe {
   #worker: Worker | undefined;
   #queue: Pending[] = [];
   #inFlight: Pending[] | undefined;
+  #probes: ((reply: Extract<WriterReply, { probe: unknown }>['probe']) => void)[] = [];
   #scheduled = false;
   #waited = 0;
   #lastBatch = MIN_BATCH;
-  #failed: Error | undefined;
+  /** Questions about other connections' commits (checkForeign) not answered yet. */
+  #foreignAsked = 0;
+  /** Why the last write failed for a reason that was not its own; cleared by the next success. */
+  #failing: WriteFailure | undefined;
+  /** The store file was deleted or replaced: no write will succeed until a restart. */
+  #gone: WriteFailure | undefined;
+  /** Why the thread died, and when; it is started again after RESTART_AFTER_MS. */
+  #died: { error: Error; at: number } | undefined;
   #closed: Promise<void> | undefined;
   #drained: (() => void) | undefined;
   /** When the batch in flight was handed to the thread (performance.now()), for the commit-time metric. */
@@ -59,7 +75,7 @@ export class WriterThread implements WriterProbe {
 
   /** The thread starts with the first write, so read-only users (the CLI) never pay for it. */
   constructor(
-    private readonly options: SqliteOptions,
+    private readonly options: WriterOptions,
     private readonly changes: CommitListener,
   ) {
     changes.follow(this);
@@ -69,25 +85,53 @@ export class WriterThread implements WriterProbe {
     return this.#inFlight !== undefined;
   }
 
-  probe(): boolean {
-    if (!this.#worker || this.#failed) return false;
-    this.#worker.postMessage('probe');
+  checkForeign(): boolean {
+    if (!this.#worker || this.#closed) return false;
+    this.#foreignAsked++;
+    this.#worker.postMessage('foreign' satisfies WriterRequest);
     return true;
+  }
+
+  /** Why writes cannot succeed now, as far as this thread knows (readiness). */
+  get problem(): WriteFailure | undefined {
+    return this.#gone ?? this.#failing ?? (this.#died && { message: this.#died.error.message, code: undefined });
   }
 
   #start(): Worker {
     const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData: this.options });
-    worker.on('message', (report: Report) =>
-      report.outcomes ? this.#settle(report.outcomes, report.foreign) : this.changes.probed(report.foreign),
-    );
-    worker.on('error', (error) => this.#fail(error));
-    worker.on('exit', () => this.#fail(new Error('the SQLite writer thread stopped')));
+    worker.on('message', (reply: WriterReply) => {
+      if ('outcomes' in reply) this.#settle(reply.outcomes, reply.foreign);
+      else if ('probe' in reply) this.#probes.shift()?.(reply.probe);
+      else {
+        this.#foreignAsked--;
+        this.changes.probed(reply.foreign);
+      }
+    });
+    worker.on('error', (error) => this.#fail(worker, error));
+    worker.on('exit', () => this.#fail(worker, new Error('the SQLite writer thread stopped')));
     return worker;
   }
 
+  #post(request: WriterRequest): void {
+    if (this.#worker === undefined) {
+      this.#died = undefined;
+      this.#worker = this.#start();
+    }
+    this.#worker.postMessage(request);
+  }
+
+  /** Why a write is refused before it reaches the thread, if it is. */
+  #refusal(): StoreUnavailableError | undefined {
+    if (this.#closed) return new StoreUnavailableError(new Error('the SQLite store is closed'));
+    if (this.#gone) return new StoreUnavailableError(new SqliteWriteError(this.#gone.message, this.#gone.code));
+    if (this.#died && performance.now() - this.#died.at < RESTART_AFTER_MS)
+      return new StoreUnavailableError(this.#died.error, 1);
+    return undefined;
+  }
+
   run<Op extends WriteOp>(op: Op): Promise<WriteResults[Op['kind']]> {
-    if (this.#failed || this.#closed)
-      return Promise.reject(new StoreUnavailableError(this.#failed ?? new Error('closed')));
+    const refusal = this.#refusal();
+    if (refusal) return Promise.reject(refusal);
     return new Promise((resolve, reject) => {
       // The worker answers each op with the result of its kind (plantWriter).
       this.#queue.push({ op, resolve: resolve as (value: WriteResult) => void, reject });
@@ -98,12 +142,30 @@ export class WriterThread implements WriterProbe {
     });
   }
 
+  /** Resolves once a real write transaction has committed; rejects with why it cannot. */
+  probe(): Promise<void> {
+    const refusal = this.#refusal();
+    if (refusal) return Promise.reject(refusal);
+    return new Promise((resolve, reject) => {
+      this.#probes.push((outcome) => {
+        if (outcome.ok) {
+          this.#failing = undefined;
+          resolve();
+        } else {
+          this.#noteFailure(outcome.error);
+          reject(this.#error(outcome.error));
+        }
+      });
+      this.#post('probe');
+    });
+  }
+
   /** Commits what is queued, then stops the thread. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       while (this.#inFlight || this.#queue.length > 0) await new Promise<void>((r) => (this.#drained = r));
       const worker = this.#worker;
-      if (worker && !this.#failed) {
+      if (worker) {
         const exited = new Promise((r) => worker.once('exit', r));
         worker.postMessage('close');
         await exited;
@@ -125,18 +187,31 @@ export class WriterThread implements WriterProbe {
     this.#lastBatch = this.#queue.length;
     this.#inFlight = this.#queue;
     this.#queue = [];
-    this.#worker ??= this.#start();
     if (metricsOn) this.#sentAt = performance.now();
-    this.#worker.postMessage(this.#inFlight.map((p) => p.op));
+    this.#post(this.#inFlight.map((p) => p.op));
   }
 
-  #settle(outcomes: NonNullable<Report['outcomes']>, foreign: boolean): void {
+  #noteFailure(failure: WriteFailure): void {
+    if (failure.code === STORE_FILE_GONE) this.#gone ??= failure;
+    else if (cannotWrite(failure.code)) this.#failing = failure;
+  }
+
+  #error(failure: WriteFailure): Error {
+    const error = new SqliteWriteError(failure.message, failure.code);
+    if (failure.code === STORE_FILE_GONE) return new StoreUnavailableError(error);
+    if (cannotWrite(failure.code)) return new StoreUnavailableError(error, RETRY_AFTER_SECONDS);
+    if (failure.code && BUSY.has(failure.code)) return new StoreUnavailableError(error);
+    return error;
+  }
+
+  #settle(outcomes: Outcome[], foreign: boolean): void {
     const batch = this.#inFlight ?? [];
     this.#inFlight = undefined;
     if (metricsOn) {
       this.#commitSeries.observe((performance.now() - this.#sentAt) / 1000);
       this.#batchSeries.observe(batch.length);
     }
+    if (outcomes.some((o) => o.ok)) this.#failing = undefined;
     // Before anyone is answered, so no list served after an answer predates its write.
     this.changes.committed(
       batch.filter((_, i) => outcomes[i]?.ok).map((p) => p.op.owner),
@@ -144,22 +219,30 @@ export class WriterThread implements WriterProbe {
     );
     outcomes.forEach((o, i) => {
       const p = batch[i]!;
-      if (o.ok) p.resolve(o.value);
-      else if (o.error.code && BUSY.has(o.error.code))
-        p.reject(new StoreUnavailableError(new SqliteWriteError(o.error.message, o.error.code)));
-      else p.reject(new SqliteWriteError(o.error.message, o.error.code));
+      if (o.ok) return p.resolve(o.value);
+      this.#noteFailure(o.error);
+      p.reject(this.#error(o.error));
     });
     this.#send();
     if (!this.#inFlight && this.#queue.length === 0) this.#drained?.();
   }
 
-  #fail(error: Error): void {
-    if (this.#failed || (this.#closed && !this.#inFlight && this.#queue.length === 0)) return;
-    this.#failed = error;
+  // The thread died (an uncaught error, or killed): what it held fails as
+  // unavailable (it may or may not have committed), and the next write
+  // starts a new thread.
+  #fail(worker: Worker, error: Error): void {
+    if (this.#worker !== worker) return;
+    this.#worker = undefined;
     const lost = [...(this.#inFlight ?? []), ...this.#queue];
     this.#inFlight = undefined;
     this.#queue = [];
-    for (const p of lost) p.reject(new StoreUnavailableError(error));
+    const probes = this.#probes.splice(0);
+    // Questions the dead thread will not answer: assume another connection committed.
+    for (; this.#foreignAsked > 0; this.#foreignAsked--) this.changes.probed(true);
+    if (this.#closed && lost.length === 0 && probes.length === 0) return;
+    this.#died = { error, at: performance.now() };
+    for (const p of lost) p.reject(new StoreUnavailableError(error, 1));
+    for (const p of probes) p({ ok: false, error: { message: error.message, code: undefined } });
     this.#drained?.();
   }
 }

@@ -2,57 +2,155 @@
 // main thread keep parsing and answering requests meanwhile, and the writes
 // that arrive during one fsync form the next group commit.
 import { parentPort, workerData } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
+import { storeFileProblem, type FileIdentity } from './store-file.js';
+import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
-/**
- * The answer to a batch (its outcomes) or to a probe. foreign: a connection
- * other than this thread's committed since the last report. This connection's
- * data_version changes only for those, so the main thread can tell its own
- * writes from everyone else's (change-epoch.ts). The first report says true:
- * what happened before this thread started is unknown.
- */
-export interface Report {
-  outcomes?: Outcome[];
-  foreign: boolean;
+export interface WriterOptions extends SqliteOptions {
+  /** The store file the server opened: a write into any other file (or none) is refused. */
+  opened: FileIdentity;
 }
 
-const db = openSqlite(workerData as SqliteOptions);
-const writes = new GroupCommit(db);
-const write = plantWriter(db);
-const dataVersion = db.prepare('PRAGMA data_version').pluck();
-let seen: unknown;
+/**
+ * A batch of writes, a write probe (readiness), a question whether another
+ * connection committed (list page reuse, change-epoch.ts), or the end.
+ */
+export type WriterRequest = WriteOp[] | 'probe' | 'foreign' | 'close';
+/**
+ * Each write's outcome, in order; the probe's; or the answer to 'foreign'.
+ * foreign: a connection other than this thread's committed since the last
+ * answer that carried it. This connection's data_version changes only for
+ * those, so the main thread can tell its own writes from everyone else's.
+ * Without a connection, or on a new one, the answer is true: what happened
+ * meanwhile is unknown.
+ */
+export type WriterReply =
+  { outcomes: Outcome[]; foreign: boolean } | { probe: Settled<true, WriteFailure> } | { foreign: boolean };
+
+// After a failure that is not the write's fault, the next attempt waits:
+// 100 ms, doubling up to 2 s. Writes meanwhile fail at once with that failure.
+const MIN_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 2000;
+
+// Writes a row that changes every time: SQLite skips writing a row whose
+// content is unchanged, which would not find a full disk.
+const PROBE_SQL =
+  "INSERT INTO secrets (name, value) VALUES ('write_probe', randomblob(16)) ON CONFLICT (name) DO UPDATE SET value = excluded.value";
+
+interface Connection {
+  db: Database.Database;
+  writes: GroupCommit;
+  write: (op: WriteOp) => WriteResult;
+  dataVersion: Database.Statement;
+  seen: unknown;
+}
+
+const options = workerData as WriterOptions;
+let connection: Connection | undefined;
+let lastFailure: WriteFailure | undefined;
+let backoffMs = 0;
+let retryAt = 0;
+
+const failure = (error: unknown): WriteFailure => ({
+  message: String((error as Error)?.message ?? error),
+  code: (error as { code?: string })?.code,
+});
+
+/** The open connection, a new one (lazily: the CLI never starts writing), or why there is none. */
+function connect(): Connection | WriteFailure {
+  if (connection) return connection;
+  if (lastFailure !== undefined && performance.now() < retryAt) return lastFailure;
+  try {
+    // mustExist: never create a new, empty file where the store was.
+    const db = openSqlite({ ...options, mustExist: true });
+    const dataVersion = db.prepare('PRAGMA data_version').pluck();
+    connection = { db, writes: new GroupCommit(db), write: plantWriter(db), dataVersion, seen: undefined };
+    return connection;
+  } catch (error) {
+    return setBack(failure(error));
+  }
+}
+
+/** Drops the connection after a failure that was not the write's fault, and waits before the next try. */
+function setBack(why: WriteFailure): WriteFailure {
+  if (connection) {
+    try {
+      connection.db.close();
+    } catch {
+      // It is being replaced anyway.
+    }
+    connection = undefined;
+  }
+  backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, backoffMs * 2));
+  retryAt = performance.now() + backoffMs;
+  lastFailure = why;
+  return why;
+}
+
+function recovered(): void {
+  lastFailure = undefined;
+  backoffMs = 0;
+}
+
+// One stat per batch (not per write) sees the file deleted or replaced.
+function gone(): WriteFailure | undefined {
+  const problem = storeFileProblem(options.path, options.opened);
+  return problem === undefined ? undefined : { message: problem, code: STORE_FILE_GONE };
+}
 
 function foreign(): boolean {
-  const version = dataVersion.get();
-  const changed = version !== seen;
-  seen = version;
-  return changed;
+  if (!connection) return true;
+  try {
+    const version = connection.dataVersion.get();
+    const changed = version !== connection.seen;
+    connection.seen = version;
+    return changed;
+  } catch {
+    return true;
+  }
 }
 
-parentPort!.on('message', (ops: WriteOp[] | 'close' | 'probe') => {
-  if (ops === 'close') {
-    db.close();
+function commit(ops: WriteOp[]): Outcome[] {
+  const c = gone() ?? connect();
+  if (!('db' in c)) return ops.map(() => ({ ok: false, error: c }));
+  const outcomes: Outcome[] = c.writes
+    .commitNow(ops.map((op) => () => c.write(op)))
+    .map((s) => (s.ok ? s : { ok: false, error: failure(s.error) }));
+  const stuck = outcomes.find((o) => !o.ok && cannotWrite(o.error.code));
+  if (stuck && !stuck.ok) setBack(stuck.error);
+  else if (outcomes.some((o) => o.ok)) recovered();
+  return outcomes;
+}
+
+function probe(): Settled<true, WriteFailure> {
+  const c = gone() ?? connect();
+  if (!('db' in c)) return { ok: false, error: c };
+  const [outcome] = c.writes.commitNow([() => c.db.prepare(PROBE_SQL).run()]);
+  if (outcome!.ok) {
+    recovered();
+    return { ok: true, value: true };
+  }
+  const why = failure(outcome!.error);
+  if (cannotWrite(why.code)) setBack(why);
+  return { ok: false, error: why };
+}
+
+parentPort!.on('message', (request: WriterRequest) => {
+  if (request === 'close') {
+    connection?.db.close();
     parentPort!.close();
     return;
   }
-  if (ops === 'probe') {
-    parentPort!.postMessage({ foreign: foreign() } satisfies Report);
-    return;
-  }
-  const outcomes: Outcome[] = writes.commitNow(ops.map((op) => () => write(op))).map((s) =>
-    s.ok
-      ? { ok: true, value: s.value }
-      : {
-          ok: false,
-          error: {
-            message: String((s.error as Error)?.message ?? s.error),
-            code: (s.error as { code?: string })?.code,
-          },
-        },
-  );
-  parentPort!.postMessage({ outcomes, foreign: foreign() } satisfies Report);
+  const reply: WriterReply =
+    request === 'probe'
+      ? { probe: probe() }
+      : request === 'foreign'
+        ? { foreign: foreign() }
+        : { outcomes: commit(request), foreign: foreign() };
+  parentPort!.postMessage(reply);
 });

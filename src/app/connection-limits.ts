@@ -1,0 +1,121 @@
+import type { Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import { errors } from '../http/errors.js';
+import { SECURITY_HEADERS } from '../http/headers.js';
+
+export type ConnectionLimits = Pick<
+  Config,
+  'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'
+>;
+
+/**
+ * How often Node looks for connections whose request head or body is late,
+ * and how often the deadline sweep below runs: a tenth of the head timeout,
+ * at most a second.
+ */
+function checkInterval(limits: ConnectionLimits): number {
+  return Math.max(10, Math.min(1000, Math.floor(limits.headersTimeoutMs / 10)));
+}
+
+/** Node's and Fastify's server options for the configured timeouts. */
+export function serverTimeouts(limits: ConnectionLimits): {
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  http: ServerOptions;
+} {
+  const interval = checkInterval(limits);
+  return {
+    // Node checks both only every `interval` ms: subtracting it closes a
+    // connection within the configured time, not up to a check later.
+    // headersTimeout counts from the moment a connection opens (or from the
+    // first byte of a later request on it), so it also closes connections
+    // that never send anything. requestTimeout covers the head and the body.
+    requestTimeout: limits.requestTimeoutMs - interval,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs - interval,
+      connectionsCheckingInterval: interval,
+      // Node would answer a missing Host itself, with a bare 400; the app's
+      // onRequest hook answers it in the Error shape instead.
+      requireHostHeader: false,
+    },
+  };
+}
+
+const LIMIT_LOG_EVERY_MS = 10_000;
+
+/**
+ * The connection cap, and a deadline for the whole request: Node's timeouts
+ * end once the body has arrived, so a stalled handler or a client that reads
+ * the answer a byte at a time could otherwise hold a connection for ever.
+ * A sweep every check interval looks at each connection's current response
+ * (nothing is done per request); one first seen more than the request
+ * timeout ago is answered 503 if nothing was sent yet, and its connection
+ * is closed.
+ */
+export function guardConnections(server: Server, limits: ConnectionLimits, log: FastifyBaseLogger): void {
+  if (limits.maxConnections > 0) {
+    server.maxConnections = limits.maxConnections;
+    let refused = 0;
+    let loggedAt = -Infinity;
+    server.on('drop', () => {
+      refused++;
+      const now = performance.now();
+      if (now - loggedAt < LIMIT_LOG_EVERY_MS) return;
+      log.warn(
+        { maxConnections: limits.maxConnections, refused },
+        `connection limit reached: ${limits.maxConnections} connections are open, so new connections are closed at once (--max-connections)`,
+      );
+      loggedAt = now;
+      refused = 0;
+    });
+  }
+
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const interval = checkInterval(limits);
+  const deadline = limits.requestTimeoutMs - interval;
+  const firstSeen = new WeakMap<ServerResponse, number>();
+  const sweep = () => {
+    const now = performance.now();
+    for (const socket of sockets) {
+      // The response a connection is working on (Node has kept this field since 0.x).
+      const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (!res) continue;
+      const since = firstSeen.get(res);
+      if (since === undefined) firstSeen.set(res, now);
+      // A request still arriving is Node's to cut, with a 408 (serverTimeouts).
+      else if (now - since >= deadline && res.req.complete) cut(res, socket, limits.requestTimeoutMs);
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  server.on('listening', () => {
+    timer ??= setInterval(sweep, interval).unref();
+  });
+  server.on('close', () => {
+    clearInterval(timer);
+    timer = undefined;
+  });
+}
+
+function cut(res: ServerResponse, socket: Socket, timeoutMs: number): void {
+  if (res.headersSent || res.writableEnded) {
+    socket.destroy();
+    return;
+  }
+  const error = errors.unavailable(`the request did not complete within ${timeoutMs} ms`);
+  const body = JSON.stringify({ error: error.statusCode, message: error.message });
+  res.writeHead(error.statusCode, {
+    ...SECURITY_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  // A client that does not read even this is cut at the next sweep.
+  res.end(body);
+}
