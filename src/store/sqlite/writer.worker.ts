@@ -4,13 +4,16 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
+import { outboxWriter } from './outbox-writes.sqlite.js';
 import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
 const db = openSqlite(workerData as SqliteOptions);
 const writes = new GroupCommit(db);
-const write = plantWriter(db);
+const plants = plantWriter(db);
+const outbox = outboxWriter(db);
+const write = (op: WriteOp): WriteResult => (op.kind === 'create' || op.kind === 'delete' ? plants(op) : outbox(op));
 
 parentPort!.on('message', (ops: WriteOp[] | 'close') => {
   if (ops === 'close') {
@@ -18,6 +21,7 @@ parentPort!.on('message', (ops: WriteOp[] | 'close') => {
     parentPort!.close();
     return;
   }
+  plants.newBatch();
   const outcomes: Outcome[] = writes.commitNow(ops.map((op) => () => write(op))).map((s) =>
     s.ok
       ? { ok: true, value: s.value }
