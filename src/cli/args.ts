@@ -50,7 +50,7 @@ export function helpText(cmd: Command): string {
   for (const name of cmd.settings) {
     const s = SETTINGS[name];
     rows.push([
-      `--${name} ${name.toUpperCase().replace(/-/g, '_')}`,
+      s.kind === 'flag' ? `--${name}` : `--${name} ${name.toUpperCase().replace(/-/g, '_')}`,
       `${s.help} (env ${s.env}${s.default === '' ? '' : `; default: ${s.default}`})`,
     ]);
   }
@@ -69,7 +69,7 @@ export function helpText(cmd: Command): string {
 
 export function parseCommandArgs(cmd: Command, argv: string[]) {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
-  for (const name of cmd.settings) options[name] = { type: 'string' };
+  for (const name of cmd.settings) options[name] = { type: SETTINGS[name].kind === 'flag' ? 'boolean' : 'string' };
   for (const [name, f] of Object.entries(cmd.flags ?? {}))
     options[name] = { type: f.type, multiple: f.multiple ?? false };
   try {
@@ -85,6 +85,10 @@ export function parseCommandArgs(cmd: Command, argv: string[]) {
 /** The config.ts settings given as flags, ready for loadConfig. */
 export function settingFlags(cmd: Command, values: Record<string, unknown>): Partial<Record<SettingName, string>> {
   const out: Partial<Record<SettingName, string>> = {};
-  for (const name of cmd.settings) if (typeof values[name] === 'string') out[name] = values[name] as string;
+  for (const name of cmd.settings) {
+    const value = values[name];
+    if (typeof value === 'string') out[name] = value;
+    else if (value === true) out[name] = 'true';
+  }
   return out;
 }
