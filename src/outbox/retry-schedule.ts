@@ -32,7 +32,8 @@ export function retryAfterMs(header: string | undefined, nowMs = Date.now()): nu
   let ms: number;
   if (/^\d+$/.test(value)) ms = Number(value) * 1000;
   else {
-    const at = Date.parse(value);
+    // An HTTP date names its weekday and month; a bare "-5" is no date.
+    const at = /[a-z]/i.test(value) ? Date.parse(value) : NaN;
     if (Number.isNaN(at)) return undefined;
     ms = at - nowMs;
   }

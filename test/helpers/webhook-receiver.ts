@@ -59,8 +59,9 @@ export class WebhookReceiver {
       const timer = setTimeout(() => {
         this.#watchers.delete(check);
         const seen = this.requests.map((r) => `${r.headers['webhook-id']}#${r.attempt}:${r.status ?? 'held'}`);
+        const shown = seen.length > 10 ? [`${seen.length} requests, the last:`, ...seen.slice(-10)] : seen;
         reject(
-          new Error(`timed out after ${timeoutMs} ms waiting for ${what}; received: ${seen.join(' ') || 'nothing'}`),
+          new Error(`timed out after ${timeoutMs} ms waiting for ${what}; received: ${shown.join(' ') || 'nothing'}`),
         );
       }, timeoutMs);
       this.#watchers.add(check);
