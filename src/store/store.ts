@@ -118,6 +118,8 @@ export interface WebhookStore {
  * no other process claims it until the lease runs out or it is settled.
  */
 export interface ClaimedDelivery {
+  /** The store's own handle on the row. */
+  ref: string;
   /** The webhook-id: unique per event and endpoint, the same on every attempt. */
   eventId: string;
   endpointId: string;

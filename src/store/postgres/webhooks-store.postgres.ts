@@ -144,6 +144,7 @@ export class PostgresOutboxStore implements OutboxStore {
     const { rows } = await withClient(this.pool, (client) => client.query<ClaimRow>({ ...CLAIM, values }));
     return rows
       .map((r) => ({
+        ref: r.event_id,
         eventId: r.event_id,
         endpointId: r.endpoint_id,
         url: r.url,
@@ -160,7 +161,7 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async settle(d: ClaimedDelivery, s: DeliverySettlement): Promise<boolean> {
-    const key = [d.eventId, d.claim];
+    const key = [d.ref, d.claim];
     const query =
       s.kind === 'delivered' || s.kind === 'drop'
         ? { ...DELIVERED, values: key }

@@ -51,12 +51,14 @@ export const sqliteMigrations: Record<string, Migration> = {
       )`.execute(db);
       await sql`CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner)`.execute(db);
       // The outbox: one row per event and endpoint, written in the plant
-      // write's transaction, deleted once delivered. next_attempt_at is also
+      // write's transaction, deleted once delivered. event_id is random
+      // (128 bits) and found by seq, so it needs no index of its own, which
+      // would cost every insert a write at a random place. next_attempt_at is also
       // the lease: a claim moves it past the attempt, so no other process
       // takes the row until the claim is settled or runs out.
       await sql`CREATE TABLE webhook_deliveries (
         seq             INTEGER PRIMARY KEY,
-        event_id        TEXT    NOT NULL UNIQUE,
+        event_id        TEXT    NOT NULL,
         endpoint_id     TEXT    NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
         type            TEXT    NOT NULL,
         plant_id        INTEGER NOT NULL,

@@ -8,11 +8,12 @@ import type { ClaimOptions, DeliverySettlement, WebhookEventType } from '../stor
  */
 export type OutboxOp =
   | { kind: 'outbox-claim'; options: ClaimOptions; now: number; claim: string }
-  | { kind: 'outbox-settle'; eventId: string; claim: string; settlement: DeliverySettlement; now: number }
+  | { kind: 'outbox-settle'; seq: bigint; claim: string; settlement: DeliverySettlement; now: number }
   | { kind: 'outbox-disable'; endpointId: string; reason: string; now: number };
 
 /** A claimed delivery as it crosses back from the writer thread (a Buffer arrives as a Uint8Array). */
 export interface ClaimRow {
+  seq: bigint;
   eventId: string;
   endpointId: string;
   url: string;
@@ -112,12 +113,12 @@ export function outboxWriter(db: Database.Database) {
   const lease = db.prepare<[number, string, bigint]>(
     'UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, claim = ? WHERE seq = ?',
   );
-  const remove = db.prepare<[string, string]>('DELETE FROM webhook_deliveries WHERE event_id = ? AND claim = ?');
-  const retry = db.prepare<[number, string, string, string]>(
-    'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE event_id = ? AND claim = ?',
+  const remove = db.prepare<[bigint, string]>('DELETE FROM webhook_deliveries WHERE seq = ? AND claim = ?');
+  const retry = db.prepare<[number, string, bigint, string]>(
+    'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
   );
-  const release = db.prepare<[number, string, string]>(
-    'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE event_id = ? AND claim = ?',
+  const release = db.prepare<[number, bigint, string]>(
+    'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
   );
   const disable = db.prepare<[number, string, string]>(
     'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL',
@@ -136,6 +137,7 @@ export function outboxWriter(db: Database.Database) {
     const claimed = picked.slice(0, limit);
     for (const { row } of claimed) lease.run(op.now + leaseMs, op.claim, row.seq);
     return claimed.map(({ row, endpoint }) => ({
+      seq: row.seq,
       eventId: row.event_id,
       endpointId: endpoint.id,
       url: endpoint.url,
@@ -154,11 +156,11 @@ export function outboxWriter(db: Database.Database) {
     switch (s.kind) {
       case 'delivered':
       case 'drop':
-        return remove.run(op.eventId, op.claim).changes === 1;
+        return remove.run(op.seq, op.claim).changes === 1;
       case 'retry':
-        return retry.run(op.now + s.delayMs, s.error, op.eventId, op.claim).changes === 1;
+        return retry.run(op.now + s.delayMs, s.error, op.seq, op.claim).changes === 1;
       case 'release':
-        return release.run(op.now, op.eventId, op.claim).changes === 1;
+        return release.run(op.now, op.seq, op.claim).changes === 1;
     }
   };
 

@@ -91,6 +91,7 @@ export class SqliteOutboxStore implements OutboxStore {
       claim,
     });
     return rows.map((r) => ({
+      ref: r.seq.toString(),
       eventId: r.eventId,
       endpointId: r.endpointId,
       url: r.url,
@@ -106,7 +107,7 @@ export class SqliteOutboxStore implements OutboxStore {
   }
 
   settle(d: ClaimedDelivery, settlement: DeliverySettlement): Promise<boolean> {
-    return this.writer.run({ kind: 'outbox-settle', eventId: d.eventId, claim: d.claim, settlement, now: Date.now() });
+    return this.writer.run({ kind: 'outbox-settle', seq: BigInt(d.ref), claim: d.claim, settlement, now: Date.now() });
   }
 
   disableEndpoint(endpointId: string, reason: string): Promise<boolean> {
