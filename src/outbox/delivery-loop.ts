@@ -27,6 +27,9 @@ const MAX_BUSY_ENDPOINTS = 32;
 const KEY_RETRY_MS = 5_000;
 // Endpoints sealed with a key this process lacks are reported this often.
 const KEY_CHECK_MS = 60_000;
+// While claims fail, polls back off to this, and the failure is logged this often.
+const MAX_IDLE_MS = 5_000;
+const ERROR_REPORT_MS = 30_000;
 
 /**
  * Delivers the outbox's events, apart from request handling: nothing here is
@@ -67,14 +70,23 @@ export class DeliveryLoop {
   }
 
   async #run(): Promise<void> {
+    let failures = 0;
+    let reportedAt = 0;
     while (!this.#stop.signal.aborted) {
       let claimed = 0;
       try {
         claimed = await this.#claimOnce();
+        failures = 0;
       } catch (error) {
-        this.#o.log.error({ err: error }, 'webhook delivery: could not claim events');
+        // The store is down (or closing): say so now and then, not at every poll.
+        failures++;
+        if (Date.now() - reportedAt >= ERROR_REPORT_MS) {
+          reportedAt = Date.now();
+          this.#o.log.error({ err: error, failures }, 'webhook delivery: could not claim events; will keep trying');
+        }
       }
-      if (claimed === 0 || this.#busy.size >= MAX_BUSY_ENDPOINTS) await this.#sleep(this.#o.pollMs);
+      const idle = Math.min(this.#o.pollMs * 2 ** Math.min(failures, 8), MAX_IDLE_MS);
+      if (claimed === 0 || this.#busy.size >= MAX_BUSY_ENDPOINTS) await this.#sleep(idle);
     }
   }
 
@@ -95,6 +107,8 @@ export class DeliveryLoop {
     const box = this.#key();
     if (!box || this.#busy.size >= MAX_BUSY_ENDPOINTS) return 0;
     await this.#reportForeignKeys(box);
+    // Taken before the claim, so the lease never ends later than we think.
+    const leaseEnds = Date.now() + this.#leaseMs;
     const claimed = await this.#o.outbox.claim({
       keyId: box.keyId,
       limit: CLAIM_LIMIT,
@@ -102,7 +116,6 @@ export class DeliveryLoop {
       leaseMs: this.#leaseMs,
       exclude: [...this.#busy.keys()],
     });
-    const leaseEnds = Date.now() + this.#leaseMs;
     const byEndpoint = new Map<string, ClaimedDelivery[]>();
     for (const d of claimed) {
       const list = byEndpoint.get(d.endpointId);
