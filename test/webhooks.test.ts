@@ -51,7 +51,7 @@ interface LogLine {
 }
 
 /** A delivery loop on the suite's store, with its log lines kept for the test. */
-function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: number } = {}) {
+function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: number; keyPath?: string } = {}) {
   const lines: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -62,7 +62,7 @@ function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: num
   const loop = new DeliveryLoop({
     outbox: store.outbox,
     webhooks: store.webhooks,
-    keyPath,
+    keyPath: opts.keyPath ?? keyPath,
     allowPrivate: opts.allowPrivate ?? true,
     timeoutMs: opts.timeoutMs ?? 2000,
     log: pino({ level: 'info' }, sink),
@@ -318,4 +318,33 @@ describeEachStore('webhooks: delivery from the outbox', (fx) => {
     assert.equal(rx.requests.length, 0, 'no connection was made');
     for (const l of lines) assert.doesNotMatch(JSON.stringify(l), /whsec_/, 'the log never carries a secret');
   });
+
+  it(
+    'a process without the key an endpoint was registered with leaves its events alone and says so',
+    LIMIT,
+    async () => {
+      const rx = await receiver();
+      const owner = newOwner('key');
+      const { id } = await register(h.store, owner, rx.url());
+      await createOk(h, await h.token(owner), 1, 'Locked');
+      const missing = startLoop(h.store, { keyPath: join(dir, 'absent.key') });
+      readOrCreateKeyFile(join(dir, 'other.key'));
+      const other = startLoop(h.store, { keyPath: join(dir, 'other.key') });
+      loops.push(missing.loop, other.loop);
+      const deadline = Date.now() + 5_000;
+      const said = (lines: LogLine[], what: RegExp) =>
+        lines.some((l) => what.test(l.msg) && (l.webhook?.endpoints as string[] | undefined)?.includes(id));
+      while (
+        !(said(missing.lines, /key file does not exist/) && said(other.lines, /another webhook key/)) &&
+        Date.now() < deadline
+      )
+        await new Promise((r) => setTimeout(r, 50));
+      assert.ok(said(missing.lines, /key file does not exist/), JSON.stringify(missing.lines));
+      assert.ok(said(other.lines, /another webhook key/), JSON.stringify(other.lines));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(rx.requests.length, 0, 'neither sends the event');
+      loopOn();
+      await rx.waitFor((all) => all.length === 1, 10_000, 'the delivery by a process with the key');
+    },
+  );
 });

@@ -105,8 +105,8 @@ export class DeliveryLoop {
   /** Claims what is due for endpoints not busy here, and starts their deliveries; how many were claimed. */
   async #claimOnce(): Promise<number> {
     const box = this.#key();
-    if (!box || this.#busy.size >= MAX_BUSY_ENDPOINTS) return 0;
     await this.#reportForeignKeys(box);
+    if (!box || this.#busy.size >= MAX_BUSY_ENDPOINTS) return 0;
     // Taken before the claim, so the lease never ends later than we think.
     const leaseEnds = Date.now() + this.#leaseMs;
     const claimed = await this.#o.outbox.claim({
@@ -145,19 +145,25 @@ export class DeliveryLoop {
     return this.#box;
   }
 
-  /** Says (once per endpoint) when active endpoints are sealed with a key this process does not have. */
-  async #reportForeignKeys(box: SecretBox): Promise<void> {
+  /**
+   * Says (once per endpoint) when active endpoints are sealed with a key this
+   * process does not have, or when it has no key file at all: their events
+   * wait, and without this line nothing would tell why.
+   */
+  async #reportForeignKeys(box: SecretBox | undefined): Promise<void> {
     const now = Date.now();
     if (now - this.#keysCheckedAt < KEY_CHECK_MS) return;
     this.#keysCheckedAt = now;
     const endpoints = await this.#o.webhooks.list();
-    const foreign = endpoints.filter((e) => !e.disabledAt && e.keyId !== box.keyId && !this.#reportedKeys.has(e.id));
+    const foreign = endpoints.filter((e) => !e.disabledAt && e.keyId !== box?.keyId && !this.#reportedKeys.has(e.id));
     for (const e of foreign) this.#reportedKeys.add(e.id);
     if (foreign.length > 0) {
       this.#o.log.warn(
         { webhook: { endpoints: foreign.map((e) => e.id), keyFile: this.#o.keyPath } },
-        'webhook delivery: these endpoints were registered with another webhook key than this process has; ' +
-          'their events wait for a process with that key',
+        box
+          ? 'webhook delivery: these endpoints were registered with another webhook key than this process has; ' +
+              'their events wait for a process with that key'
+          : 'webhook delivery: the webhook key file does not exist, so events to these endpoints wait until it does',
       );
     }
   }
