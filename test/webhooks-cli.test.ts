@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from './helpers/requirements.js';
 import { query } from './helpers/pg.js';
-import { migrateWithCli, runCli, useProcessCleanup, type CliResult } from './helpers/server.js';
+import { runCliInProcess as runCli } from './helpers/cli.js';
+import { type CliResult } from './helpers/server.js';
 import { describeEachStore } from './helpers/stores.js';
 
 const LIMIT = { timeout: 60_000 };
@@ -17,11 +18,12 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 interface ListRow {
   id: string;
   owner: string;
-  events: string;
-  status: string;
-  pending: string;
-  created: string;
   url: string;
+  events: string[];
+  pending: number;
+  created: string;
+  disabled: string | null;
+  disabledReason: string | null;
 }
 
 function expectUsageError(r: CliResult, message: RegExp): void {
@@ -32,7 +34,6 @@ function expectUsageError(r: CliResult, message: RegExp): void {
 }
 
 describeEachStore('plant-store webhook', (fx) => {
-  useProcessCleanup();
   const keyPath = join(dir, `${fx.kind}.key`);
   const add = (...args: string[]) => runCli(['webhook', 'add', '--db', fx.db, '--webhook-key-file', keyPath, ...args]);
   const list = async (): Promise<ListRow[]> => {
@@ -49,7 +50,7 @@ describeEachStore('plant-store webhook', (fx) => {
     'add prints only the secret on stdout, the details and warnings on stderr, and creates the key file 0600',
     LIMIT,
     async () => {
-      await migrateWithCli(fx.db);
+      assert.equal((await runCli(['migrate', '--db', fx.db])).code, 0);
       const r = await add('--owner', 'alice', '--url', 'http://127.0.0.1:9/hook?k=1');
       assert.equal(r.code, 0, r.stderr);
       const lines = r.stdout.split('\n');
@@ -78,10 +79,10 @@ describeEachStore('plant-store webhook', (fx) => {
 
       const rows = await list();
       assert.deepEqual(
-        rows.map((e) => [e.owner, e.events, e.status, e.pending, e.url]),
+        rows.map((e) => [e.owner, e.events, e.disabled, e.pending, e.url]),
         [
-          ['alice', 'plant.created,plant.deleted', 'active', '0', 'http://127.0.0.1:9/hook?k=1'],
-          ['bob', 'plant.deleted', 'active', '0', 'https://localhost:8443/'],
+          ['alice', ['plant.created', 'plant.deleted'], null, 0, 'http://127.0.0.1:9/hook?k=1'],
+          ['bob', ['plant.deleted'], null, 0, 'https://localhost:8443/'],
         ],
       );
       for (const row of rows) assert.match(row.id, /^wh_[0-9a-f]{16}$/);
@@ -152,7 +153,6 @@ describeEachStore('plant-store webhook', (fx) => {
 });
 
 describe('plant-store webhook --help', () => {
-  useProcessCleanup();
   it('states each command, its flags and defaults', LIMIT, async () => {
     const [add, list, remove, serve] = await Promise.all([
       runCli(['webhook', 'add', '--help']),

@@ -6,13 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, it } from 'node:test';
+import { after, it } from './helpers/requirements.js';
 import { parse as parseLossless } from 'lossless-json';
 import { Webhook } from 'standardwebhooks';
 import {
   cliToken,
   migrateWithCli,
-  runCli,
   serveArgs,
   startServer,
   stopGracefully,
@@ -20,6 +19,7 @@ import {
 } from './helpers/server.js';
 import { describeEachStore, describeOnStore, type StoreFixture } from './helpers/stores.js';
 import { WebhookReceiver, type ReceivedRequest } from './helpers/webhook-receiver.js';
+import { runCliInProcess } from './helpers/cli.js';
 
 const LIMIT = { timeout: 90_000 };
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhooks-process-'));
@@ -27,7 +27,18 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `webhook add` through the CLI; returns the secret (the last line of stdout). */
 async function addWebhook(db: string, keyPath: string, owner: string, url: string): Promise<string> {
-  const r = await runCli(['webhook', 'add', '--owner', owner, '--url', url, '--db', db, '--webhook-key-file', keyPath]);
+  const r = await runCliInProcess([
+    'webhook',
+    'add',
+    '--owner',
+    owner,
+    '--url',
+    url,
+    '--db',
+    db,
+    '--webhook-key-file',
+    keyPath,
+  ]);
   assert.equal(r.code, 0, r.stderr);
   return r.stdout.trim().split('\n').at(-1)!;
 }

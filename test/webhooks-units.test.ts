@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from './helpers/requirements.js';
 import { Webhook } from 'standardwebhooks';
 import { addressRefusal, checkLiteralHost } from '../src/outbox/address-guard.js';
 import { eventBody, signedHeaders } from '../src/outbox/event-body.js';

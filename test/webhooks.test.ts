@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { after, afterEach, it } from 'node:test';
+import { after, afterEach, it } from './helpers/requirements.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseLossless } from 'lossless-json';
 import { pino } from 'pino';

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Int64 } from './int64.js';
-import { NewPlant } from './plant.js';
+import { NewPlantComponent } from './plant.js';
 
 // The bodies Plant Store POSTs to webhook endpoints (Standard Webhooks), and
 // the OpenAPI `webhooks` entries that describe them.
@@ -14,7 +14,7 @@ export const PlantCreatedEvent = Type.Object(
   {
     type: Type.Literal('plant.created'),
     timestamp,
-    data: Type.Ref(NewPlant, { description: 'The plant as stored, with its exact int64 id' }),
+    data: Type.Ref(NewPlantComponent, { description: 'The plant as stored, with its exact int64 id' }),
   },
   { $id: 'PlantCreatedEvent', title: 'PlantCreatedEvent', additionalProperties: false },
 );
@@ -64,6 +64,8 @@ function webhook(type: string, schema: string, summary: string, description: str
       summary,
       description: `${description} Registered with \`plant-store webhook add\`; signed as Standard Webhooks; delivered at least once, in order per endpoint on a best-effort basis.`,
       tags: ['webhooks'],
+      // No bearer token: the receiver checks webhook-signature instead.
+      security: [],
       parameters: headers,
       requestBody: {
         required: true,
