@@ -11,6 +11,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseLossless } from 'lossless-json';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
+import { metricsText } from '../src/metrics/metrics.js';
 import { DeliveryLoop } from '../src/outbox/delivery-loop.js';
 import { newSigningSecret, readOrCreateKeyFile } from '../src/outbox/secret-box.js';
 import type { Store, WebhookEventType } from '../src/store/store.js';
@@ -70,6 +71,13 @@ function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: num
   });
   loop.start();
   return { loop, lines };
+}
+
+/** The current value of a sample in this process's metrics (0 when absent). */
+async function metric(sample: string): Promise<number> {
+  for (const line of (await metricsText()).split('\n'))
+    if (line.startsWith(`${sample} `)) return Number(line.slice(sample.length + 1));
+  return 0;
 }
 
 /** The body's data.id as the exact integer the JSON text holds (JSON.parse would round it). */
@@ -137,6 +145,10 @@ describeEachStore('webhooks: delivery from the outbox', (fx) => {
       const { secret } = await register(h.store, owner, rx.url());
       const other = await register(h.store, newOwner('other'), rx.url('/other'));
       const token = await h.token(owner);
+      const delivered = 'plant_store_webhook_deliveries_total{outcome="delivered"}';
+      const failed = 'plant_store_webhook_deliveries_total{outcome="failed"}';
+      const lagCount = 'plant_store_webhook_delivery_lag_seconds_count';
+      const before = { delivered: await metric(delivered), failed: await metric(failed), lag: await metric(lagCount) };
       loopOn();
 
       const ids = [1n, 2n ** 53n + 1n, 2n ** 63n - 1n, -(2n ** 63n), 9007199254740993123n % 2n ** 63n];
@@ -195,6 +207,9 @@ describeEachStore('webhooks: delivery from the outbox', (fx) => {
       assert.deepEqual(Object.keys(deleted[0]!.data), ['id']);
       assert.equal(other.id.length > 0, true);
       assert.equal(rx.requests.filter((r) => r.path === '/other').length, 0, "another owner's endpoint hears nothing");
+      assert.equal((await metric(delivered)) - before.delivered, expected, 'deliveries counted');
+      assert.equal((await metric(failed)) - before.failed, expected, 'failed attempts counted');
+      assert.equal((await metric(lagCount)) - before.lag, expected, 'the lag of each delivery observed');
     },
   );
 

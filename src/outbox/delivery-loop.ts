@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { webhookDeliveries, webhookDeliveryLag } from '../metrics/metrics.js';
 import type { ClaimedDelivery, DeliverySettlement, OutboxStore, WebhookStore } from '../store/store.js';
 import { attemptDelivery, type AttemptResult } from './attempt.js';
 import { eventBody, signedHeaders } from './event-body.js';
@@ -201,10 +202,13 @@ export class DeliveryLoop {
         await this.#settle(d, { kind: 'release' });
         return undefined;
       case 'delivered':
+        webhookDeliveries.inc({ outcome: 'delivered' });
+        webhookDeliveryLag.observe(Math.max(0, Date.now() - d.occurredAt) / 1000);
         log.info({ webhook: { ...context, status: result.status, durationMs } }, 'webhook delivered');
         await this.#settle(d, { kind: 'delivered' });
         return undefined;
       case 'gone':
+        webhookDeliveries.inc({ outcome: 'gone' });
         log.warn(
           { webhook: { ...context, status: result.status, durationMs } },
           'webhook endpoint answered 410 Gone: endpoint disabled, its waiting events dropped',
@@ -219,6 +223,7 @@ export class DeliveryLoop {
         const backoff = retryDelayMs(d.attempt);
         const status = result.status;
         if (backoff === undefined) {
+          webhookDeliveries.inc({ outcome: 'dropped' });
           log.error(
             { webhook: { ...context, status, error: result.error, durationMs } },
             `webhook attempt failed; giving up after ${d.attempt} attempts`,
@@ -226,6 +231,7 @@ export class DeliveryLoop {
           await this.#settle(d, { kind: 'drop', error: result.error });
           return undefined;
         }
+        webhookDeliveries.inc({ outcome: 'failed' });
         const asked = retryAfterMs(result.retryAfter);
         const delayMs = Math.max(backoff, asked ?? 0);
         log.warn(
