@@ -170,6 +170,24 @@ export const SETTINGS = {
     kind: 'string',
     help: 'prefix of the rate-limit counter keys in Redis',
   },
+  'webhooks-allow-private': {
+    env: 'PLANTS_WEBHOOKS_ALLOW_PRIVATE',
+    default: 'false',
+    kind: 'bool',
+    help: 'deliver webhooks to loopback, private and link-local addresses too (tests, internal networks)',
+  },
+  'webhook-key-file': {
+    env: 'PLANTS_WEBHOOK_KEY_FILE',
+    default: '',
+    kind: 'string',
+    help: 'file with the key that encrypts webhook secrets; unset: next to the SQLite file (<db>.webhook-key), or ./data/webhook.key with PostgreSQL',
+  },
+  'webhook-timeout-ms': {
+    env: 'PLANTS_WEBHOOK_TIMEOUT_MS',
+    default: '10000',
+    kind: 'int',
+    help: 'time limit of one webhook delivery attempt in milliseconds',
+  },
 } as const satisfies Record<
   string,
   {
@@ -234,6 +252,10 @@ const ConfigSchema = Type.Object({
   authFailLimit: Type.Union([Rate, Type.Null()]),
   redis: Type.Union([Type.String(), Type.Null()]),
   redisKeyPrefix: Type.String({ maxLength: 200 }),
+  webhooksAllowPrivate: Type.Boolean(),
+  /** Unset (or empty): the default place, see webhookKeyPath. */
+  webhookKeyFile: Type.Optional(Type.String()),
+  webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 120_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -266,8 +288,8 @@ function readValue(name: SettingName, raw: string, source: Source): string | num
     return value;
   }
   if (setting.kind === 'bool') {
-    if (raw === 'true' || raw === '1') return true;
-    if (raw === 'false' || raw === '0') return false;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no|)$/i.test(raw)) return false;
     throw new ConfigError(`${sourceLabel(name, source)} must be true or false, got "${raw}"`);
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
@@ -480,4 +502,14 @@ export function storeConfig(
     };
   }
   return { kind: 'sqlite', sqlite: { path: config.db, durability: config.durability } };
+}
+
+/**
+ * The file holding the key that seals webhook secrets: --webhook-key-file, or
+ * else next to the SQLite file (so a copy of the database alone does not carry
+ * it), or ./data/webhook.key with PostgreSQL.
+ */
+export function webhookKeyPath(config: Pick<Config, 'db' | 'webhookKeyFile'>): string {
+  if (config.webhookKeyFile) return config.webhookKeyFile;
+  return isPostgresUrl(config.db) ? './data/webhook.key' : `${config.db}.webhook-key`;
 }

@@ -21,8 +21,6 @@ import { postgresMigrations } from '../src/store/postgres/migrations.postgres.js
 import { createScratchDatabase, expectErrorBody, query } from './helpers/pg.js';
 import { describeOnStore } from './helpers/stores.js';
 
-const MIGRATIONS = Object.keys(postgresMigrations).sort();
-
 const TEST_TIMEOUT = 30_000;
 
 interface Body {
@@ -310,10 +308,8 @@ describeOnStore('postgres', 'scale-out: instances starting together on an empty 
           ]);
           try {
             assert.equal(migrated!.code, 0, `migrate: ${migrated!.stderr}`);
-            assert.ok(
-              [`applied: ${MIGRATIONS.join(', ')}\n`, 'schema is up to date\n'].includes(migrated!.stderr),
-              `migrate: ${migrated!.stderr}`,
-            );
+            const all = Object.keys(postgresMigrations).sort();
+            assert.match(migrated!.stderr, new RegExp(`^(applied: ${all.join(', ')}|schema is up to date)\\n$`));
             for (const s of servers) {
               const res = await httpRequest(`${s.url}/readyz`);
               assert.equal(res.status, 200, `${s.url}/readyz: ${res.body}\n${s.stdout}`);
@@ -321,7 +317,7 @@ describeOnStore('postgres', 'scale-out: instances starting together on an empty 
             const applied = await query<{ name: string }>(db, 'SELECT name FROM schema_migrations ORDER BY name');
             assert.deepEqual(
               applied,
-              MIGRATIONS.map((name) => ({ name })),
+              all.map((name) => ({ name })),
             );
 
             // The schema works through every instance.

@@ -3,6 +3,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../schemas/error.js';
 import { NewPlant, NewPlantComponent, Plant } from '../schemas/plant.js';
+import { WEBHOOK_SCHEMAS, WEBHOOKS } from '../schemas/webhook.js';
 
 // Request bodies that are validated by one schema and documented by another:
 // the document shows NewPlant as the interface's seed does (allOf Plant + id),
@@ -15,7 +16,7 @@ const documentedBodies = new Map<unknown, TSchema>([[NewPlant, Type.Ref(NewPlant
  * document (served at /openapi.json) from the routes' own schemas.
  */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
-  for (const schema of [ErrorBody, Plant, NewPlantComponent]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Plant, NewPlantComponent, ...WEBHOOK_SCHEMAS]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -46,7 +47,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'plants', description: "Create, list and delete the caller's plants" },
         { name: 'health', description: 'Probes for load balancers and orchestrators; no token needed' },
+        { name: 'webhooks', description: 'Events POSTed to the endpoints registered with plant-store webhook add' },
       ],
+      webhooks: WEBHOOKS,
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url }) => {

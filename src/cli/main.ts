@@ -11,12 +11,18 @@ import { tokenCreate } from './token-create.js';
 import { tokenList } from './token-list.js';
 import { tokenRevoke } from './token-revoke.js';
 import { packageVersion } from './version.js';
+import { webhookAdd } from './webhook-add.js';
+import { webhookList } from './webhook-list.js';
+import { webhookRemove } from './webhook-remove.js';
 
 const COMMANDS: Command[] = [
   serve,
   tokenCreate,
   tokenList,
   tokenRevoke,
+  webhookAdd,
+  webhookList,
+  webhookRemove,
   migrate,
   backup,
   restore,
@@ -33,7 +39,7 @@ function usage(commands: Command[], word?: string): string {
   return `Usage: plant-store ${head} [options]
 
 Commands:
-${commands.map((c) => `  ${c.name.padEnd(14)}${firstSentence(c)}`).join('\n')}
+${commands.map((c) => `  ${c.name.padEnd(16)}${firstSentence(c)}`).join('\n')}
 
 Run "plant-store ${head} --help" for a command's options and defaults.
 ${word ? '' : 'Run "plant-store --version" for the version.\n'}`;
@@ -65,7 +71,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stdout.write(helpText(command));
       return 0;
     }
-    if (positionals.length > 0 && command.name !== 'token revoke') {
+    if (positionals.length > 0 && command.name !== 'token revoke' && command.name !== 'webhook remove') {
       throw new UsageError(
         `unexpected argument "${positionals[0]}"\nRun "plant-store ${command.name} --help" for usage.`,
       );

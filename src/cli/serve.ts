@@ -3,9 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import { startAdmin } from '../app/admin.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
-import { SETTINGS, loadConfig, type Config, type SettingName } from '../config.js';
+import { SETTINGS, loadConfig, webhookKeyPath, type Config, type SettingName } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
+import { DeliveryLoop } from '../outbox/delivery-loop.js';
 import { settingFlags, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
@@ -39,6 +40,15 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   const where = storeLocation(config.db);
   app.log.info({ store: where }, `store: ${describeLocation(where)}`);
   if (!token && !cluster.isWorker) logTokenHint(app.log, await usableTokenCount(store), where);
+  // Webhook events go out from this loop, never from a request's handling.
+  const deliveries = new DeliveryLoop({
+    outbox: store.outbox,
+    webhooks: store.webhooks,
+    keyPath: webhookKeyPath(config),
+    allowPrivate: config.webhooksAllowPrivate,
+    timeoutMs: config.webhookTimeoutMs,
+    log: app.log,
+  });
   // Signals are handled from before listen: a supervisor may send SIGTERM as
   // soon as it sees the "listening" line, before listen() has returned here.
   let listening: Promise<unknown> = new Promise(() => {});
@@ -64,7 +74,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
         }, SHUTDOWN_GRACE_MS).unref();
         try {
           await listening.catch(() => {});
-          await app.close();
+          await Promise.all([app.close(), deliveries.stop()]);
           await (await admin.catch(() => undefined))?.close();
           await store.close();
           done(0);
@@ -85,6 +95,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     await listening;
   } catch (error) {
     stopListening();
+    await deliveries.stop();
     await app.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
@@ -116,5 +127,6 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
   }
   flushLogger(app.log);
+  deliveries.start();
   return exited;
 }

@@ -69,6 +69,20 @@ export const rateLimitRejections = new Counter({
   registers: [registry],
 });
 
+export const webhookDeliveries = new Counter({
+  name: 'plant_store_webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome: delivered (2xx), failed (to be retried), gone (410: the endpoint is disabled), dropped (the last attempt failed).',
+  labelNames: ['outcome'],
+  registers: [registry],
+});
+
+export const webhookDeliveryLag = new Histogram(
+  'plant_store_webhook_delivery_lag_seconds',
+  'Time from the write that made a webhook event to its delivery (2xx), retries included.',
+  [],
+  [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600],
+);
+
 /** What the PostgreSQL pool gauges read; pg.Pool has these fields. */
 export interface PoolCounts {
   readonly totalCount: number;
@@ -107,7 +121,7 @@ export function trackPool(pool: PoolCounts): void {
   pools.add(pool);
 }
 
-for (const h of [httpRequestDuration, dbQueryDuration, dbCommitDuration, sqliteBatchSize])
+for (const h of [httpRequestDuration, dbQueryDuration, dbCommitDuration, sqliteBatchSize, webhookDeliveryLag])
   registry.registerMetric(h.asMetric());
 
 /** Whether this process records metrics; false until enableMetrics(). */

@@ -90,11 +90,90 @@ export interface StoreTransfer {
   importTokens(tokens: readonly TokenDump[]): Promise<number>;
 }
 
+export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** A registered webhook endpoint; its signing secret is stored sealed (encrypted), never in the clear. */
+export interface WebhookEndpointRecord {
+  id: string;
+  owner: string;
+  url: string;
+  events: WebhookEventType[];
+  createdAt: Date;
+  /** Names the key the secret is sealed with, so a process without that key leaves the endpoint alone. */
+  keyId: string;
+  disabledAt?: Date | undefined;
+  disabledReason?: string | undefined;
+}
+
+export interface WebhookStore {
+  add(endpoint: WebhookEndpointRecord, sealedSecret: Buffer): Promise<void>;
+  /** Every endpoint, with the number of events waiting for delivery to it. */
+  list(): Promise<(WebhookEndpointRecord & { pending: number })[]>;
+  /** Removes an endpoint and the events still waiting for it; false when no endpoint has that id. */
+  remove(id: string): Promise<boolean>;
+}
+
+/**
+ * One event on its way to one endpoint, claimed by this process for a lease:
+ * no other process claims it until the lease runs out or it is settled.
+ */
+export interface ClaimedDelivery {
+  /** The store's own handle on the row. */
+  ref: string;
+  /** The webhook-id: unique per event and endpoint, the same on every attempt. */
+  eventId: string;
+  endpointId: string;
+  url: string;
+  sealedSecret: Buffer;
+  type: WebhookEventType;
+  plantId: bigint;
+  /** null for plant.deleted. */
+  name: string | null;
+  tag: string | null;
+  /** When the write happened, in milliseconds since the epoch. */
+  occurredAt: number;
+  /** This attempt's number, from 1. */
+  attempt: number;
+  /** Proves the lease when settling. */
+  claim: string;
+}
+
+export interface ClaimOptions {
+  /** Only endpoints whose secret is sealed with this key. */
+  keyId: string;
+  limit: number;
+  perEndpoint: number;
+  leaseMs: number;
+  /** Endpoints this process is delivering to already. */
+  exclude: readonly string[];
+}
+
+export type DeliverySettlement =
+  | { kind: 'delivered' }
+  | { kind: 'retry'; delayMs: number; error: string }
+  /** Given up: the event is dropped. */
+  | { kind: 'drop'; error: string }
+  /** Not attempted after all (shutting down): due again at once, the attempt not counted. */
+  | { kind: 'release' };
+
+/** The transactional outbox: events are written by the plant writes themselves, in the same transaction. */
+export interface OutboxStore {
+  /** Claims due deliveries, oldest first, at most `perEndpoint` per endpoint. */
+  claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
+  /** False when the lease had run out and another claim took the delivery over. */
+  settle(delivery: ClaimedDelivery, settlement: DeliverySettlement): Promise<boolean>;
+  /** Disables an endpoint and drops the events waiting for it; false when it was not active. */
+  disableEndpoint(endpointId: string, reason: string): Promise<boolean>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly plants: PlantStore;
   readonly tokens: TokenStore;
   readonly transfer: StoreTransfer;
+  readonly webhooks: WebhookStore;
+  readonly outbox: OutboxStore;
   /** Resolves when the database answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -40,4 +40,45 @@ export const postgresMigrations: Record<string, Migration> = {
       await sql`INSERT INTO secrets (name, value) VALUES ('cursor_key', ${randomBytes(32)})`.execute(db);
     },
   },
+  '0003_webhooks': {
+    async up(db: Kysely<unknown>) {
+      // secret is the signing secret sealed with a key kept outside the
+      // database (outbox/secret-box.ts); key_id names that key.
+      await sql`CREATE TABLE webhook_endpoints (
+        id              text        PRIMARY KEY,
+        owner           text        NOT NULL,
+        url             text        NOT NULL,
+        events          text        NOT NULL,
+        secret          bytea       NOT NULL,
+        key_id          text        NOT NULL,
+        created_at      timestamptz NOT NULL,
+        disabled_at     timestamptz,
+        disabled_reason text
+      )`.execute(db);
+      await sql`CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner)`.execute(db);
+      // The outbox: one row per event and endpoint, written by the same
+      // statement as the plant write, deleted once delivered. next_attempt_at
+      // is also the lease: a claim moves it past the attempt, so no other
+      // instance takes the row until the claim is settled or runs out. No
+      // sequence: rows are ordered by time, like plants.
+      await sql`CREATE TABLE webhook_deliveries (
+        event_id        text        PRIMARY KEY,
+        endpoint_id     text        NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        owner           text        NOT NULL,
+        type            text        NOT NULL,
+        plant_id        bigint      NOT NULL,
+        name            text,
+        tag             text,
+        occurred_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+        attempts        integer     NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        claim           text,
+        last_error      text
+      )`.execute(db);
+      // A claim walks the endpoints and takes each one's oldest due rows.
+      await sql`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)`.execute(
+        db,
+      );
+    },
+  },
 };

@@ -25,13 +25,26 @@ type PageRow = [name: string, tag: string | null, at: string, id: bigint];
 const AT_TEXT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
 const AFTER = `($2::timestamp AT TIME ZONE 'UTC', $3::int8)`;
 
-// One round trip: insert, or read back the row that blocked the insert.
+/**
+ * The outbox rows of a plant write: one per active endpoint of the owner that
+ * subscribed to the event, inserted by the same statement as the write (so in
+ * its transaction) and only when `changed` (a CTE of the write) has a row.
+ */
+const recordEvent = (type: string, changed: string, plantId: string, name: string, tag: string) => `
+    INSERT INTO webhook_deliveries (event_id, endpoint_id, owner, type, plant_id, name, tag)
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, $1::text, '${type}', ${plantId}, ${name}, ${tag}
+    FROM ${changed}, webhook_endpoints e
+    WHERE e.owner = $1::text AND e.disabled_at IS NULL AND '${type}' = ANY (string_to_array(e.events, ' '))`;
+
+// One round trip: insert (with its webhook events), or read back the row that
+// blocked the insert (a replay or a conflict, which are no events).
 const CREATE: pg.QueryConfig = {
   name: 'plants_create',
   text: `WITH inserted AS (
       INSERT INTO plants (owner, id, name, tag) VALUES ($1::text, $2::int8, $3::text, $4::text)
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING true AS created
+    ), events AS (${recordEvent('plant.created', 'inserted', '$2::int8', '$3::text', '$4::text')}
     )
     SELECT created, NULL::text AS name, NULL::text AS tag FROM inserted
     UNION ALL
@@ -52,7 +65,11 @@ const NEXT_PAGE = {
 } as const;
 const DELETE = {
   name: 'plants_delete',
-  text: 'DELETE FROM plants WHERE owner = $1::text AND id = $2::int8',
+  text: `WITH deleted AS (
+      DELETE FROM plants WHERE owner = $1::text AND id = $2::int8 RETURNING id
+    ), events AS (${recordEvent('plant.deleted', 'deleted', 'deleted.id', 'NULL', 'NULL')}
+    )
+    SELECT count(*)::int AS deleted FROM deleted`,
 } as const;
 // WITH ORDINALITY + ORDER BY stamps created_at in the order the caller gave.
 const INSERT_MANY = {
@@ -147,10 +164,10 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
-    const { rowCount } = await writeWithClient(this.pool, (client) =>
-      client.query({ ...DELETE, values: [owner, id.toString()] }),
+    const { rows } = await writeWithClient(this.pool, (client) =>
+      client.query<{ deleted: number }>({ ...DELETE, values: [owner, id.toString()] }),
     );
-    return rowCount === 1;
+    return rows[0]?.deleted === 1;
   }
 
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {

@@ -9,6 +9,7 @@ import { postgresMigrations } from './migrations.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 import { PostgresTransfer } from './transfer.postgres.js';
+import { PostgresOutboxStore, PostgresWebhookStore } from './webhooks-store.postgres.js';
 
 export async function migratePostgres(config: PostgresConfig): Promise<MigrationReport> {
   // No statement timeout: a second instance starting at the same time waits
@@ -30,12 +31,16 @@ export class PostgresStore implements Store {
   readonly plants: PostgresPlantStore;
   readonly tokens: PostgresTokenStore;
   readonly transfer: PostgresTransfer;
+  readonly webhooks: PostgresWebhookStore;
+  readonly outbox: PostgresOutboxStore;
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
     this.plants = new PostgresPlantStore(pool);
     this.tokens = new PostgresTokenStore(pool);
     this.transfer = new PostgresTransfer(pool);
+    this.webhooks = new PostgresWebhookStore(pool);
+    this.outbox = new PostgresOutboxStore(pool);
   }
 
   async ping(): Promise<void> {

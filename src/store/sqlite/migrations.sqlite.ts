@@ -34,4 +34,46 @@ export const sqliteMigrations: Record<string, Migration> = {
       await sql`INSERT INTO secrets (name, value) VALUES ('cursor_key', randomblob(16))`.execute(db);
     },
   },
+  '0003_webhooks': {
+    async up(db: Kysely<unknown>) {
+      // secret is the signing secret sealed with a key kept outside the
+      // database (outbox/secret-box.ts); key_id names that key.
+      await sql`CREATE TABLE webhook_endpoints (
+        id              TEXT    PRIMARY KEY,
+        owner           TEXT    NOT NULL,
+        url             TEXT    NOT NULL,
+        events          TEXT    NOT NULL,
+        secret          BLOB    NOT NULL,
+        key_id          TEXT    NOT NULL,
+        created_at      INTEGER NOT NULL,
+        disabled_at     INTEGER,
+        disabled_reason TEXT
+      )`.execute(db);
+      await sql`CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner)`.execute(db);
+      // The outbox: one row per event and endpoint, written in the plant
+      // write's transaction, deleted once delivered. event_id is random
+      // (128 bits) and found by seq, so it needs no index of its own, which
+      // would cost every insert a write at a random place. next_attempt_at is also
+      // the lease: a claim moves it past the attempt, so no other process
+      // takes the row until the claim is settled or runs out.
+      await sql`CREATE TABLE webhook_deliveries (
+        seq             INTEGER PRIMARY KEY,
+        event_id        TEXT    NOT NULL,
+        endpoint_id     TEXT    NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        type            TEXT    NOT NULL,
+        plant_id        INTEGER NOT NULL,
+        name            TEXT,
+        tag             TEXT,
+        occurred_at     INTEGER NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        claim           TEXT,
+        last_error      TEXT
+      )`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)`.execute(
+        db,
+      );
+    },
+  },
 };

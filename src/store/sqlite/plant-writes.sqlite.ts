@@ -1,12 +1,16 @@
 import type Database from 'better-sqlite3';
 import type { CreateOutcome } from '../store.js';
+import { eventRecorder, type OutboxOp, type OutboxResults } from './outbox-writes.sqlite.js';
 
-export type WriteOp =
+export type PlantOp =
   | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
   | { kind: 'delete'; owner: string; id: bigint };
 
+/** Everything the writer thread runs: plant writes, and the outbox's claims and settlements. */
+export type WriteOp = PlantOp | OutboxOp;
+
 /** What each kind of write answers: a create its outcome, a delete whether a plant was there. */
-export interface WriteResults {
+export interface WriteResults extends OutboxResults {
   create: CreateOutcome;
   delete: boolean;
 }
@@ -27,15 +31,31 @@ interface PlantRow {
 export const INSERT_PLANT =
   'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
 
-/** The plant writes as plain statements on one connection; the caller owns the transaction. */
-export function plantWriter(db: Database.Database): (op: WriteOp) => WriteResult {
+/**
+ * The plant writes as plain statements on one connection; the caller owns the
+ * transaction. A write that changed a plant also records its webhook events,
+ * in the same transaction. Call newBatch() before each transaction.
+ */
+export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutcome | boolean) & {
+  newBatch(): void;
+} {
   const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
   const find = db.prepare<[string, bigint], PlantRow>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
   const remove = db.prepare<[string, bigint]>('DELETE FROM plants WHERE owner = ? AND id = ?');
-  return (op) => {
-    if (op.kind === 'delete') return remove.run(op.owner, op.id).changes === 1;
-    if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) return 'created';
+  const events = eventRecorder(db);
+  const write = (op: PlantOp): CreateOutcome | boolean => {
+    if (op.kind === 'delete') {
+      if (remove.run(op.owner, op.id).changes !== 1) return false;
+      events.record('plant.deleted', op.owner, op.id, null, null);
+      return true;
+    }
+    if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) {
+      events.record('plant.created', op.owner, op.id, op.name, op.tag);
+      return 'created';
+    }
+    // A replay or a conflict changed nothing, so it is no event.
     const existing = find.get(op.owner, op.id);
     return existing && existing.name === op.name && existing.tag === op.tag ? 'replayed' : 'conflict';
   };
+  return Object.assign(write, { newBatch: () => events.newBatch() });
 }

@@ -12,6 +12,7 @@ import { sqliteMigrations } from './migrations.sqlite.js';
 import { SqlitePlantStore } from './plants-store.sqlite.js';
 import { SqliteTokenStore } from './tokens-store.sqlite.js';
 import { SqliteTransfer } from './transfer.sqlite.js';
+import { SqliteOutboxStore, SqliteWebhookStore } from './webhooks-store.sqlite.js';
 
 /**
  * Kysely's SQLite migrator takes no lock across processes, and two servers
@@ -43,6 +44,8 @@ export class SqliteStore implements Store {
   readonly plants: SqlitePlantStore;
   readonly tokens: SqliteTokenStore;
   readonly transfer: SqliteTransfer;
+  readonly webhooks: SqliteWebhookStore;
+  readonly outbox: SqliteOutboxStore;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
   readonly #path: string;
@@ -59,6 +62,8 @@ export class SqliteStore implements Store {
     this.plants = new SqlitePlantStore(db, this.#writer, changes);
     this.tokens = new SqliteTokenStore(db);
     this.transfer = new SqliteTransfer(db);
+    this.webhooks = new SqliteWebhookStore(db);
+    this.outbox = new SqliteOutboxStore(db, this.#writer);
     this.#ping = db.prepare('SELECT 1');
   }
 

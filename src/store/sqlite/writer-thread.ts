@@ -214,7 +214,9 @@ export class WriterThread implements WriterProbe {
     if (outcomes.some((o) => o.ok)) this.#failing = undefined;
     // Before anyone is answered, so no list served after an answer predates its write.
     this.changes.committed(
-      batch.filter((_, i) => outcomes[i]?.ok).map((p) => p.op.owner),
+      batch.flatMap((p, i) =>
+        outcomes[i]?.ok && (p.op.kind === 'create' || p.op.kind === 'delete') ? [p.op.owner] : [],
+      ),
       foreign,
     );
     outcomes.forEach((o, i) => {

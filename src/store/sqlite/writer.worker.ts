@@ -5,6 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
+import { outboxWriter } from './outbox-writes.sqlite.js';
 import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
@@ -45,6 +46,7 @@ const PROBE_SQL =
 interface Connection {
   db: Database.Database;
   writes: GroupCommit;
+  plants: ReturnType<typeof plantWriter>;
   write: (op: WriteOp) => WriteResult;
   dataVersion: Database.Statement;
   seen: unknown;
@@ -69,7 +71,11 @@ function connect(): Connection | WriteFailure {
     // mustExist: never create a new, empty file where the store was.
     const db = openSqlite({ ...options, mustExist: true });
     const dataVersion = db.prepare('PRAGMA data_version').pluck();
-    connection = { db, writes: new GroupCommit(db), write: plantWriter(db), dataVersion, seen: undefined };
+    const plants = plantWriter(db);
+    const outbox = outboxWriter(db);
+    const write = (op: WriteOp): WriteResult =>
+      op.kind === 'create' || op.kind === 'delete' ? plants(op) : outbox(op);
+    connection = { db, writes: new GroupCommit(db), plants, write, dataVersion, seen: undefined };
     return connection;
   } catch (error) {
     return setBack(failure(error));
@@ -118,6 +124,7 @@ function foreign(): boolean {
 function commit(ops: WriteOp[]): Outcome[] {
   const c = gone() ?? connect();
   if (!('db' in c)) return ops.map(() => ({ ok: false, error: c }));
+  c.plants.newBatch();
   const outcomes: Outcome[] = c.writes
     .commitNow(ops.map((op) => () => c.write(op)))
     .map((s) => (s.ok ? s : { ok: false, error: failure(s.error) }));

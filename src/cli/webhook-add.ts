@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
+import { loadConfig, webhookKeyPath } from '../config.js';
+import { refusedAddresses } from '../outbox/address-guard.js';
+import { newSigningSecret, readOrCreateKeyFile } from '../outbox/secret-box.js';
+import { openCommandStore } from './store.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../store/store.js';
+import { UsageError, settingFlags, type Command } from './args.js';
+
+const MAX_URL_LENGTH = 2048;
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--url must be an absolute http:// or https:// URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--url must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
+  if (url.username || url.password)
+    throw new UsageError('--url must not carry a user name or password; the signature authenticates the events');
+  if (url.hash) throw new UsageError('--url must not have a #fragment, which is never sent');
+  if (raw.length > MAX_URL_LENGTH) throw new UsageError(`--url must be at most ${MAX_URL_LENGTH} characters`);
+  return url;
+}
+
+function parseEvents(raw: string): WebhookEventType[] {
+  const names = raw.split(',').map((e) => e.trim());
+  for (const name of names) {
+    if (!WEBHOOK_EVENT_TYPES.includes(name as WebhookEventType))
+      throw new UsageError(`--events: ${JSON.stringify(name)} is not one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  }
+  return WEBHOOK_EVENT_TYPES.filter((t) => names.includes(t));
+}
+
+export const webhookAdd: Command = {
+  name: 'webhook add',
+  usage: 'webhook add --owner NAME --url URL [--events TYPES] [--db PATH_OR_URL] [--webhook-key-file PATH]',
+  summary:
+    'Registers a webhook endpoint: each plant the owner creates or deletes is POSTed to URL as a signed Standard Webhooks event. Only the signing secret goes to stdout (its last line), so SECRET=$(plant-store webhook add ...) works; details and warnings go to stderr. The secret is shown this once; it is stored encrypted with the webhook key, a file created on first use.',
+  settings: ['db', 'webhook-key-file'],
+  flags: {
+    owner: { type: 'string', help: 'owner whose plant events go to the URL (required)' },
+    url: { type: 'string', help: 'http:// or https:// URL that receives the events (required)' },
+    events: {
+      type: 'string',
+      help: 'comma-separated event types',
+      default: WEBHOOK_EVENT_TYPES.join(','),
+    },
+  },
+  async run(ctx, values) {
+    const owner = values.owner;
+    if (typeof owner !== 'string') throw new UsageError('--owner is required');
+    try {
+      assertValidOwner(owner);
+    } catch (error) {
+      throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
+    }
+    if (typeof values.url !== 'string') throw new UsageError('--url is required');
+    const url = parseUrl(values.url);
+    const events = parseEvents(typeof values.events === 'string' ? values.events : WEBHOOK_EVENT_TYPES.join(','));
+    const config = loadConfig(settingFlags(this, values), ctx.env, {}, this.settings);
+    // mustExist: a mistyped --db is an error, not a new empty store.
+    const store = await openCommandStore(config, { mustExist: true });
+    try {
+      const keyPath = webhookKeyPath(config);
+      const { box, created } = readOrCreateKeyFile(keyPath);
+      const id = `wh_${randomBytes(8).toString('hex')}`;
+      const secret = newSigningSecret();
+      await store.webhooks.add(
+        { id, owner, url: url.href, events, createdAt: new Date(), keyId: box.keyId },
+        box.seal(secret.key, id),
+      );
+      if (created) {
+        ctx.stderr.write(
+          `created the webhook key ${keyPath} (readable by its owner only): every server needs it to sign events; ` +
+            'back it up apart from the database\n',
+        );
+      }
+      ctx.stderr.write(`created ${id} for owner "${owner}": POST ${url.href} on ${events.join(', ')}\n`);
+      for (const { address, range } of await refusedAddresses(url.hostname)) {
+        ctx.stderr.write(
+          `warning: ${url.hostname}${url.hostname === address ? '' : ` resolves to ${address}, which`} is a ${range} address: ` +
+            'servers refuse to deliver there unless started with --webhooks-allow-private\n',
+        );
+      }
+      if (url.protocol === 'http:')
+        ctx.stderr.write('warning: not https: events travel unencrypted (their signatures still prove the sender)\n');
+      ctx.stdout.write(`${secret.text}\n`);
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

@@ -1,0 +1,75 @@
+import { loadConfig } from '../config.js';
+import { openCommandStore } from './store.js';
+import { settingFlags, type Command } from './args.js';
+
+export const webhookList: Command = {
+  name: 'webhook list',
+  usage: 'webhook list [--json] [--db PATH_OR_URL]',
+  summary:
+    'Lists webhook endpoints: id, owner, events, status (active, or disabled and why), events waiting for delivery, created, URL. Secrets are never shown.',
+  settings: ['db'],
+  flags: {
+    json: {
+      type: 'boolean',
+      help: 'one JSON object per line instead of a table (events an array, pending a number, disabled null when active)',
+    },
+  },
+  async run(ctx, values) {
+    // mustExist: a mistyped --db is an error, not a new empty store.
+    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+      mustExist: true,
+    });
+    try {
+      const endpoints = await store.webhooks.list();
+      if (values.json) {
+        // Real JSON types, as token list --json has them.
+        for (const e of endpoints) {
+          const row = {
+            id: e.id,
+            owner: e.owner,
+            url: e.url,
+            events: e.events,
+            pending: e.pending,
+            created: e.createdAt.toISOString(),
+            disabled: e.disabledAt?.toISOString() ?? null,
+            disabledReason: e.disabledReason ?? null,
+          };
+          ctx.stdout.write(JSON.stringify(row) + '\n');
+        }
+        return 0;
+      }
+      const rows = endpoints.map((e) => ({
+        id: e.id,
+        owner: e.owner,
+        events: e.events.join(','),
+        status: e.disabledAt ? `disabled ${e.disabledAt.toISOString()}: ${e.disabledReason ?? ''}` : 'active',
+        pending: String(e.pending),
+        created: e.createdAt.toISOString(),
+        url: e.url,
+      }));
+      const header = {
+        id: 'ID',
+        owner: 'OWNER',
+        events: 'EVENTS',
+        status: 'STATUS',
+        pending: 'PENDING',
+        created: 'CREATED',
+        url: 'URL',
+      };
+      const cols = Object.keys(header) as (keyof typeof header)[];
+      const width = Object.fromEntries(
+        cols.map((c) => [c, Math.max(header[c].length, ...rows.map((r) => r[c].length))]),
+      );
+      for (const r of [header, ...rows])
+        ctx.stdout.write(
+          cols
+            .map((c) => r[c].padEnd(width[c]!))
+            .join('  ')
+            .trimEnd() + '\n',
+        );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

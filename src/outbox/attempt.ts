@@ -1,0 +1,101 @@
+import http from 'node:http';
+import https from 'node:https';
+import { checkLiteralHost, guardedLookup } from './address-guard.js';
+
+/** What one delivery attempt came to. */
+export type AttemptResult =
+  | { kind: 'delivered'; status: number }
+  | { kind: 'gone'; status: 410 }
+  | { kind: 'failed'; status?: number; error: string; retryAfter?: string }
+  /** Stopped by the caller's signal (shutdown): not a real attempt. */
+  | { kind: 'aborted' };
+
+export interface AttemptOptions {
+  timeoutMs: number;
+  allowPrivate: boolean;
+  signal: AbortSignal;
+}
+
+// The receiver's answer is not used beyond its status and Retry-After; read
+// only this much of its body, so a huge one costs nothing.
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * POSTs one signed event. Redirects are not followed (a 3xx is a failure),
+ * and the whole attempt (connect, answer, reading what we read of the body)
+ * has one time limit. Unless private addresses are allowed, the host is
+ * resolved here, checked, and connected to at the checked address.
+ */
+export function attemptDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  { timeoutMs, allowPrivate, signal }: AttemptOptions,
+): Promise<AttemptResult> {
+  return new Promise((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+      if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error('not an http(s) URL');
+      if (!allowPrivate) checkLiteralHost(target.hostname);
+    } catch (error) {
+      resolve({ kind: 'failed', error: (error as Error).message });
+      return;
+    }
+    if (signal.aborted) return resolve({ kind: 'aborted' });
+    let settled = false;
+    const finish = (result: AttemptResult) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    const payload = Buffer.from(body);
+    const request = (target.protocol === 'https:' ? https : http).request(target, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(payload.length), 'user-agent': 'plant-store-webhooks/1' },
+      agent: false,
+      ...(allowPrivate ? {} : { lookup: guardedLookup }),
+    });
+    // Also bounds the reading of the body after the answer came: the
+    // connection never outlives the attempt's time limit.
+    const timer = setTimeout(() => {
+      request.destroy();
+      finish({ kind: 'failed', error: `no answer within ${timeoutMs} ms` });
+    }, timeoutMs);
+    request.on('close', () => clearTimeout(timer));
+    const onAbort = () => {
+      request.destroy();
+      finish({ kind: 'aborted' });
+    };
+    signal.addEventListener('abort', onAbort);
+    request.on('error', (error) => finish({ kind: 'failed', error: error.message || String(error) }));
+    request.on('response', (response) => {
+      const status = response.statusCode ?? 0;
+      const retryAfter = response.headers['retry-after'];
+      // The status decides; the body is read (and dropped) only to end the exchange cleanly.
+      finish(
+        status >= 200 && status < 300
+          ? { kind: 'delivered', status }
+          : status === 410
+            ? { kind: 'gone', status }
+            : {
+                kind: 'failed',
+                status,
+                error:
+                  status >= 300 && status < 400
+                    ? `answered ${status}; redirects are not followed`
+                    : `answered ${status}`,
+                ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
+              },
+      );
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_RESPONSE_BYTES) request.destroy();
+      });
+      response.on('error', () => {});
+    });
+    request.end(payload);
+  });
+}

@@ -1,0 +1,273 @@
+import type { Logger } from 'pino';
+import { webhookDeliveries, webhookDeliveryLag } from '../metrics/metrics.js';
+import type { ClaimedDelivery, DeliverySettlement, OutboxStore, WebhookStore } from '../store/store.js';
+import { attemptDelivery, type AttemptResult } from './attempt.js';
+import { eventBody, signedHeaders } from './event-body.js';
+import { retryAfterMs, retryDelayMs } from './retry-schedule.js';
+import { readKeyFile, type SecretBox } from './secret-box.js';
+
+export interface DeliveryLoopOptions {
+  outbox: OutboxStore;
+  webhooks: WebhookStore;
+  /** The file with the key that opens the endpoints' secrets (config.ts webhookKeyPath). */
+  keyPath: string;
+  allowPrivate: boolean;
+  timeoutMs: number;
+  log: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** How often to look for due events when idle. */
+  pollMs?: number;
+}
+
+// A claim takes at most this many events of one endpoint, and this many in
+// all; the events of one endpoint are sent one after the other (best-effort
+// order), different endpoints in parallel, at most MAX_BUSY_ENDPOINTS at once.
+const PER_ENDPOINT = 4;
+const CLAIM_LIMIT = 64;
+const MAX_BUSY_ENDPOINTS = 32;
+// A missing key file is looked for again this often (webhook add creates it).
+const KEY_RETRY_MS = 5_000;
+// Endpoints sealed with a key this process lacks are reported this often.
+const KEY_CHECK_MS = 60_000;
+// While claims fail, polls back off to this, and the failure is logged this often.
+const MAX_IDLE_MS = 5_000;
+const ERROR_REPORT_MS = 30_000;
+
+/**
+ * Delivers the outbox's events, apart from request handling: nothing here is
+ * awaited by a request. Each event is claimed with a lease, so with several
+ * processes (--workers, or instances on one PostgreSQL) each attempt is made
+ * by one of them; a process that dies mid-attempt leaves the event to be
+ * claimed again when the lease runs out (at-least-once).
+ */
+export class DeliveryLoop {
+  readonly #o: Required<DeliveryLoopOptions>;
+  readonly #leaseMs: number;
+  readonly #busy = new Map<string, Promise<void>>();
+  readonly #stop = new AbortController();
+  readonly #reportedKeys = new Set<string>();
+  #box: SecretBox | undefined;
+  #keyLookedAt = 0;
+  #keysCheckedAt = 0;
+  #running: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+
+  constructor(options: DeliveryLoopOptions) {
+    this.#o = { pollMs: 250, ...options };
+    // Long enough for every event of one claim to be tried in turn, each to
+    // its time limit: the lease never runs out under a live process.
+    this.#leaseMs = PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
+  }
+
+  start(): void {
+    this.#running ??= this.#run();
+  }
+
+  /** Stops claiming, abandons the attempts in flight (their events are due again at once) and waits for them. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#wake?.();
+    await this.#running;
+    await Promise.all(this.#busy.values());
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    let reportedAt = 0;
+    while (!this.#stop.signal.aborted) {
+      let claimed = 0;
+      try {
+        claimed = await this.#claimOnce();
+        failures = 0;
+      } catch (error) {
+        // The store is down (or closing): say so now and then, not at every poll.
+        failures++;
+        if (Date.now() - reportedAt >= ERROR_REPORT_MS) {
+          reportedAt = Date.now();
+          this.#o.log.error({ err: error, failures }, 'webhook delivery: could not claim events; will keep trying');
+        }
+      }
+      const idle = Math.min(this.#o.pollMs * 2 ** Math.min(failures, 8), MAX_IDLE_MS);
+      if (claimed === 0 || this.#busy.size >= MAX_BUSY_ENDPOINTS) await this.#sleep(idle);
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = done;
+    });
+  }
+
+  /** Claims what is due for endpoints not busy here, and starts their deliveries; how many were claimed. */
+  async #claimOnce(): Promise<number> {
+    const box = this.#key();
+    await this.#reportForeignKeys(box);
+    if (!box || this.#busy.size >= MAX_BUSY_ENDPOINTS) return 0;
+    // Taken before the claim, so the lease never ends later than we think.
+    const leaseEnds = Date.now() + this.#leaseMs;
+    const claimed = await this.#o.outbox.claim({
+      keyId: box.keyId,
+      limit: CLAIM_LIMIT,
+      perEndpoint: PER_ENDPOINT,
+      leaseMs: this.#leaseMs,
+      exclude: [...this.#busy.keys()],
+    });
+    const byEndpoint = new Map<string, ClaimedDelivery[]>();
+    for (const d of claimed) {
+      const list = byEndpoint.get(d.endpointId);
+      if (list) list.push(d);
+      else byEndpoint.set(d.endpointId, [d]);
+    }
+    for (const [endpointId, deliveries] of byEndpoint) {
+      const chain = this.#deliverInTurn(box, deliveries, leaseEnds).finally(() => {
+        this.#busy.delete(endpointId);
+        this.#wake?.();
+      });
+      this.#busy.set(endpointId, chain);
+    }
+    return claimed.length;
+  }
+
+  #key(): SecretBox | undefined {
+    if (this.#box) return this.#box;
+    const now = Date.now();
+    if (now - this.#keyLookedAt < KEY_RETRY_MS) return undefined;
+    this.#keyLookedAt = now;
+    try {
+      this.#box = readKeyFile(this.#o.keyPath);
+    } catch (error) {
+      this.#o.log.error({ err: error }, 'webhook delivery: cannot read the webhook key file');
+    }
+    return this.#box;
+  }
+
+  /**
+   * Says (once per endpoint) when active endpoints are sealed with a key this
+   * process does not have, or when it has no key file at all: their events
+   * wait, and without this line nothing would tell why.
+   */
+  async #reportForeignKeys(box: SecretBox | undefined): Promise<void> {
+    const now = Date.now();
+    if (now - this.#keysCheckedAt < KEY_CHECK_MS) return;
+    this.#keysCheckedAt = now;
+    const endpoints = await this.#o.webhooks.list();
+    const foreign = endpoints.filter((e) => !e.disabledAt && e.keyId !== box?.keyId && !this.#reportedKeys.has(e.id));
+    for (const e of foreign) this.#reportedKeys.add(e.id);
+    if (foreign.length > 0) {
+      this.#o.log.warn(
+        { webhook: { endpoints: foreign.map((e) => e.id), keyFile: this.#o.keyPath } },
+        box
+          ? 'webhook delivery: these endpoints were registered with another webhook key than this process has; ' +
+              'their events wait for a process with that key'
+          : 'webhook delivery: the webhook key file does not exist, so events to these endpoints wait until it does',
+      );
+    }
+  }
+
+  async #deliverInTurn(box: SecretBox, deliveries: ClaimedDelivery[], leaseEnds: number): Promise<void> {
+    for (const d of deliveries) {
+      // Past its lease another process may have claimed the event: leave it.
+      if (this.#stop.signal.aborted || Date.now() + this.#o.timeoutMs > leaseEnds) {
+        await this.#settle(d, { kind: 'release' });
+        continue;
+      }
+      if ((await this.#deliverOne(box, d)) === 'endpoint-disabled') return;
+    }
+  }
+
+  async #deliverOne(box: SecretBox, d: ClaimedDelivery): Promise<'endpoint-disabled' | undefined> {
+    const log = this.#o.log;
+    const context = { endpoint: d.endpointId, event: d.eventId, type: d.type, attempt: d.attempt, host: hostOf(d.url) };
+    let result: AttemptResult;
+    const started = performance.now();
+    try {
+      const secret = box.open(d.sealedSecret, d.endpointId);
+      const body = eventBody(d);
+      result = await attemptDelivery(d.url, signedHeaders(secret, d.eventId, body), body, {
+        timeoutMs: this.#o.timeoutMs,
+        allowPrivate: this.#o.allowPrivate,
+        signal: this.#stop.signal,
+      });
+    } catch (error) {
+      result = { kind: 'failed', error: `could not sign the event: ${(error as Error).message}` };
+    }
+    const durationMs = Math.round(performance.now() - started);
+    switch (result.kind) {
+      case 'aborted':
+        await this.#settle(d, { kind: 'release' });
+        return undefined;
+      case 'delivered':
+        webhookDeliveries.inc({ outcome: 'delivered' });
+        webhookDeliveryLag.observe(Math.max(0, Date.now() - d.occurredAt) / 1000);
+        log.info({ webhook: { ...context, status: result.status, durationMs } }, 'webhook delivered');
+        await this.#settle(d, { kind: 'delivered' });
+        return undefined;
+      case 'gone':
+        webhookDeliveries.inc({ outcome: 'gone' });
+        log.warn(
+          { webhook: { ...context, status: result.status, durationMs } },
+          'webhook endpoint answered 410 Gone: endpoint disabled, its waiting events dropped',
+        );
+        try {
+          await this.#o.outbox.disableEndpoint(d.endpointId, `answered 410 Gone at ${new Date().toISOString()}`);
+        } catch (error) {
+          log.error({ err: error, webhook: context }, 'webhook delivery: could not disable the endpoint');
+        }
+        return 'endpoint-disabled';
+      case 'failed': {
+        const backoff = retryDelayMs(d.attempt);
+        const status = result.status;
+        if (backoff === undefined) {
+          webhookDeliveries.inc({ outcome: 'dropped' });
+          log.error(
+            { webhook: { ...context, status, error: result.error, durationMs } },
+            `webhook attempt failed; giving up after ${d.attempt} attempts`,
+          );
+          await this.#settle(d, { kind: 'drop', error: result.error });
+          return undefined;
+        }
+        webhookDeliveries.inc({ outcome: 'failed' });
+        const asked = retryAfterMs(result.retryAfter);
+        const delayMs = Math.max(backoff, asked ?? 0);
+        log.warn(
+          { webhook: { ...context, status, error: result.error, durationMs, retryInMs: delayMs } },
+          'webhook attempt failed; will retry',
+        );
+        await this.#settle(d, { kind: 'retry', delayMs, error: result.error });
+        return undefined;
+      }
+    }
+  }
+
+  async #settle(d: ClaimedDelivery, settlement: DeliverySettlement): Promise<void> {
+    try {
+      const held = await this.#o.outbox.settle(d, settlement);
+      if (!held) {
+        this.#o.log.warn(
+          { webhook: { endpoint: d.endpointId, event: d.eventId, settlement: settlement.kind } },
+          'webhook delivery: the claim had run out and the event was taken over; it may be delivered twice',
+        );
+      }
+    } catch (error) {
+      // The lease runs out and the event is claimed again: at least once.
+      this.#o.log.error(
+        { err: error, webhook: { endpoint: d.endpointId, event: d.eventId, settlement: settlement.kind } },
+        'webhook delivery: could not record the outcome; the event will be tried again',
+      );
+    }
+  }
+}
+
+/** The URL's host only: a path or query may carry credentials of the receiver. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '?';
+  }
+}
