@@ -288,8 +288,8 @@ function readValue(name: SettingName, raw: string, source: Source): string | num
     return value;
   }
   if (setting.kind === 'bool') {
-    if (/^(true|1|yes)$/i.test(raw)) return true;
-    if (/^(false|0|no|)$/i.test(raw)) return false;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
     throw new ConfigError(`${sourceLabel(name, source)} must be true or false, got "${raw}"`);
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();

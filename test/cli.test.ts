@@ -526,7 +526,8 @@ describeEachStore('plant-store serve', (fx) => {
     assert.equal(slowOne[0]!.level, 40, 'at warn');
     assert.equal(slowOne[0]!.method, 'POST');
     assert.equal(slowOne[0]!.statusCode, 200);
-    assert.ok(Number(slowOne[0]!.responseTime) >= 600, 'with its time');
+    // The server's clock starts when the head arrives, a little after the client's timer does.
+    assert.ok(Number(slowOne[0]!.responseTime) >= 500, `with its time: ${slowOne[0]!.responseTime}`);
   });
 
   it(

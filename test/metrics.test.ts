@@ -247,7 +247,10 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
   useProcessCleanup();
 
   it('one scrape of the primary returns the sums over all workers', async () => {
-    const server = await startServer(serveArgs(fx.db, '--workers', '2', '--admin-port', '0'), { listeners: 2 });
+    // --access-log: the request lines name the worker that served each request.
+    const server = await startServer(serveArgs(fx.db, '--workers', '2', '--admin-port', '0', '--access-log'), {
+      listeners: 2,
+    });
     try {
       const admin = await adminUrlOf(server);
       const token = tokensIn(server.stderr)[0]!;
