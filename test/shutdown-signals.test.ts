@@ -118,7 +118,8 @@ describeEachStore('planned shutdown with requests still arriving', (fx) => {
       assert.match(answer, /"error":503,"message":"the server is shutting down, try again"/);
     }
     assert.deepEqual(
-      server.logLines().filter((l) => (l.level as number) >= 40),
+      // A busy machine may make a request slow, and that has a warning of its own.
+      server.logLines().filter((l) => (l.level as number) >= 40 && l.msg !== 'slow request'),
       [],
       'no warning or error lines',
     );
