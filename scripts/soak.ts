@@ -17,7 +17,7 @@ const OWNERS = 20;
 
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-soak-'));
 const log = openSync(join(dir, 'server.log'), 'w');
-const cli = new URL('../src/cli/main.js', import.meta.url).pathname;
+const cli = new URL('../src/cli/bin.js', import.meta.url).pathname;
 const server = spawn(process.execPath, [cli, 'serve', '--port', '0', '--db', join(dir, 'plants.db')], {
   stdio: ['ignore', log, 'pipe'],
 });
@@ -25,7 +25,7 @@ let stderr = '';
 server.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
 
 async function waitFor<T>(get: () => T | undefined, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const v = get();
     if (v !== undefined) return v;
     await new Promise((r) => setTimeout(r, 50));
