@@ -13,10 +13,12 @@ import {
   mkdtempSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { expectErrorBody } from './helpers/pg.js';
 import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
@@ -57,6 +59,25 @@ const dropPrivileges = await requirement('setpriv, to run the server as nobody (
 });
 
 /** Polls `attempt` every 100 ms until it returns true, for at most `ms`. */
+/**
+ * Lets nobody reach the code it runs (the built CLI and node_modules): adds
+ * search permission for others to each folder above the project that lacks
+ * it (a clone in a 0700 temp folder, say). Returns what puts the modes back.
+ */
+function letNobodyReachTheCode(): () => void {
+  const changed: [string, number][] = [];
+  for (let d = dirname(fileURLToPath(import.meta.url)); d !== dirname(d); d = dirname(d)) {
+    const mode = statSync(d).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      chmodSync(d, mode | 0o001);
+      changed.push([d, mode]);
+    }
+  }
+  return () => {
+    for (const [d, mode] of changed.reverse()) chmodSync(d, mode);
+  };
+}
+
 async function eventually(what: string, ms: number, attempt: () => Promise<boolean>): Promise<void> {
   const deadline = performance.now() + ms;
   while (!(await attempt())) {
@@ -153,7 +174,7 @@ describe('SQLite store faults', () => {
   // file it may not write, it stayed read-only for good. Root may write any
   // file, so as root the server runs as nobody.
   needs(dropPrivileges, () => {
-    it('store file read-only at the first write: 503 with Retry-After, not ready, then recovers by itself', async () => {
+    it('store file read-only at the first write: 503 with Retry-After, not ready, then recovers by itself', async (t) => {
       const d = newDir();
       const db = join(d, 'plants.db');
       if (IS_ROOT) {
@@ -161,6 +182,8 @@ describe('SQLite store faults', () => {
         chownSync(d, NOBODY, NOBODY);
       }
       const prefix = IS_ROOT ? ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'] : undefined;
+      const restoreModes = IS_ROOT ? letNobodyReachTheCode() : () => {};
+      t.after(restoreModes);
       const { server, token } = await serveNew(db, prefix ? { prefix } : {});
       chmodSync(db, 0o444);
 
