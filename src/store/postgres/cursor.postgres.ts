@@ -1,13 +1,12 @@
 import { createCipheriv, createDecipheriv, createHmac, timingSafeEqual, type Cipher, type Decipher } from 'node:crypto';
 import { InvalidCursorError } from '../store.js';
 
-/** A position in an owner's list: created_at as UTC text with microseconds, and the id. */
+/** A position in an owner's list: created_at in microseconds since 1970 (UTC), then the id. */
 export interface Position {
-  at: string;
+  at: bigint;
   id: bigint;
 }
 
-const AT_TEXT = /^([1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})(\d{3})$/;
 const BLOCK = 16;
 const MAC = 16;
 
@@ -39,10 +38,8 @@ export class PgCursorCodec {
   }
 
   encode(owner: string, { at, id }: Position): string {
-    const m = AT_TEXT.exec(at);
-    if (!m) throw new Error(`unexpected created_at text "${at}"`);
     const plain = Buffer.allocUnsafe(BLOCK);
-    plain.writeBigInt64BE(BigInt(Date.parse(`${m[1]}Z`)) * 1000n + BigInt(m[2]!), 0);
+    plain.writeBigInt64BE(at, 0);
     plain.writeBigInt64BE(id, 8);
     const block = this.#encrypt.update(plain);
     return Buffer.concat([block, this.#mac(block, owner)]).toString('base64url');
@@ -54,9 +51,6 @@ export class PgCursorCodec {
     const block = sealed.subarray(0, BLOCK);
     if (!timingSafeEqual(sealed.subarray(BLOCK), this.#mac(block, owner))) throw new InvalidCursorError();
     const plain = this.#decrypt.update(block);
-    const micros = plain.readBigInt64BE(0);
-    const sub = ((micros % 1000n) + 1000n) % 1000n;
-    const iso = new Date(Number((micros - sub) / 1000n)).toISOString();
-    return { at: `${iso.slice(0, 23)}${sub.toString().padStart(3, '0')}`, id: plain.readBigInt64BE(8) };
+    return { at: plain.readBigInt64BE(0), id: plain.readBigInt64BE(8) };
   }
 }

@@ -1,14 +1,10 @@
 import type pg from 'pg';
-import {
-  StoreUnavailableError,
-  type CreateOutcome,
-  type NewPlantRecord,
-  type PlantPage,
-  type PlantRecord,
-  type PlantStore,
-} from '../store.js';
+import type { CreateOutcome, NewPlantRecord, PlantPage, PlantStore } from '../store.js';
 import { PgCursorCodec } from './cursor.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
+import { recordEvent } from './events.postgres.js';
+import { CREATE_ATTEMPTS, InsertBatcher, WRITE_BATCHES_IN_FLIGHT, raceError } from './insert-batcher.postgres.js';
+import { PageReader, READ_BATCHES_IN_FLIGHT } from './page-reader.postgres.js';
 
 /** What the create statement answers: inserted now, or the row already stored. */
 interface CreateRow {
@@ -16,25 +12,6 @@ interface CreateRow {
   name: string | null;
   tag: string | null;
 }
-
-/** A list-page row (array mode); `at` is created_at in UTC with microseconds, as the cursor carries it. */
-type PageRow = [name: string, tag: string | null, at: string, id: bigint];
-
-// created_at travels as text rather than a JS Date, which would drop the
-// microseconds and make the cursor land before rows it already returned.
-const AT_TEXT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
-const AFTER = `($2::timestamp AT TIME ZONE 'UTC', $3::int8)`;
-
-/**
- * The outbox rows of a plant write: one per active endpoint of the owner that
- * subscribed to the event, inserted by the same statement as the write (so in
- * its transaction) and only when `changed` (a CTE of the write) has a row.
- */
-const recordEvent = (type: string, changed: string, plantId: string, name: string, tag: string) => `
-    INSERT INTO webhook_deliveries (event_id, endpoint_id, owner, type, plant_id, name, tag)
-    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, $1::text, '${type}', ${plantId}, ${name}, ${tag}
-    FROM ${changed}, webhook_endpoints e
-    WHERE e.owner = $1::text AND e.disabled_at IS NULL AND '${type}' = ANY (string_to_array(e.events, ' '))`;
 
 // One round trip: insert (with its webhook events), or read back the row that
 // blocked the insert (a replay or a conflict, which are no events).
@@ -44,30 +21,18 @@ const CREATE: pg.QueryConfig = {
       INSERT INTO plants (owner, id, name, tag) VALUES ($1::text, $2::int8, $3::text, $4::text)
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING true AS created
-    ), events AS (${recordEvent('plant.created', 'inserted', '$2::int8', '$3::text', '$4::text')}
+    ), events AS (${recordEvent('plant.created', 'inserted', '$1::text', '$2::int8', '$3::text', '$4::text')}
     )
     SELECT created, NULL::text AS name, NULL::text AS tag FROM inserted
     UNION ALL
     SELECT false, name, tag FROM plants
     WHERE owner = $1::text AND id = $2::int8 AND NOT EXISTS (SELECT FROM inserted)`,
 };
-const FIRST_PAGE = {
-  name: 'plants_first_page',
-  text: `SELECT name, tag, ${AT_TEXT}, id FROM plants
-    WHERE owner = $1::text ORDER BY created_at, id LIMIT $2::int8`,
-  rowMode: 'array',
-} as const;
-const NEXT_PAGE = {
-  name: 'plants_next_page',
-  text: `SELECT name, tag, ${AT_TEXT}, id FROM plants
-    WHERE owner = $1::text AND (created_at, id) > ${AFTER} ORDER BY created_at, id LIMIT $4::int8`,
-  rowMode: 'array',
-} as const;
 const DELETE = {
   name: 'plants_delete',
   text: `WITH deleted AS (
       DELETE FROM plants WHERE owner = $1::text AND id = $2::int8 RETURNING id
-    ), events AS (${recordEvent('plant.deleted', 'deleted', 'deleted.id', 'NULL', 'NULL')}
+    ), events AS (${recordEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL', 'NULL')}
     )
     SELECT count(*)::int AS deleted FROM deleted`,
 } as const;
@@ -81,12 +46,6 @@ const INSERT_MANY = {
     ON CONFLICT (owner, id) DO NOTHING`,
 } as const;
 const INSERT_MANY_BATCH = 5000;
-// Each extra attempt of a create needs another writer to have inserted and
-// then deleted the same (owner, id) in between; two in a row are already
-// unlikely. The bound keeps a pathological insert/delete storm (or a bug)
-// from spinning on one pooled connection forever: past it the client gets a
-// 503 and retries later, which is what the storm needs anyway.
-const CREATE_ATTEMPTS = 5;
 
 const CURSOR_KEY = {
   name: 'secrets_cursor_key',
@@ -95,8 +54,20 @@ const CURSOR_KEY = {
 
 export class PostgresPlantStore implements PlantStore {
   #codec: Promise<PgCursorCodec> | undefined;
+  readonly #inserts: InsertBatcher;
+  readonly #pages: PageReader;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    poolSize: number,
+  ) {
+    this.#inserts = new InsertBatcher(
+      pool,
+      (owner, plant) => this.#createOne(owner, plant),
+      Math.min(WRITE_BATCHES_IN_FLIGHT, poolSize),
+    );
+    this.#pages = new PageReader(pool, Math.min(READ_BATCHES_IN_FLIGHT, poolSize));
+  }
 
   /** The cursor codec, its key read from the database once (again after a failure). */
   #cursors(): Promise<PgCursorCodec> {
@@ -115,7 +86,12 @@ export class PostgresPlantStore implements PlantStore {
     return this.#codec;
   }
 
-  async create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+    return this.#inserts.create(owner, plant);
+  }
+
+  /** One create on its own statement, for the batches that cannot take it. */
+  async #createOne(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
     const tag = plant.tag ?? null;
     const values = [owner, plant.id.toString(), plant.name, tag];
     const outcome = await writeWithClient(this.pool, async (client): Promise<CreateOutcome | undefined> => {
@@ -136,31 +112,15 @@ export class PostgresPlantStore implements PlantStore {
     // Thrown outside withClient, which would otherwise discard a healthy
     // connection. Answered as 503: the request was fine, but the store could
     // not settle this id right now; a retry will.
-    if (outcome === undefined) {
-      throw new StoreUnavailableError(
-        new Error(`create raced a concurrent insert and delete of the same id ${CREATE_ATTEMPTS} times in a row`),
-      );
-    }
+    if (outcome === undefined) throw raceError();
     return outcome;
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
     const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
-    const query =
-      after === undefined
-        ? { ...FIRST_PAGE, values: [owner, limit + 1] }
-        : { ...NEXT_PAGE, values: [owner, after.at, after.id.toString(), limit + 1] };
-    const { rows } = await withClient(this.pool, (client) => client.query<PageRow>(query));
-    const more = rows.length > limit;
-    const n = more ? limit : rows.length;
-    const plants: PlantRecord[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const [name, tag] = rows[i]!;
-      plants[i] = tag === null ? { name } : { name, tag };
-    }
-    if (!more) return { plants };
-    const [, , at, id] = rows[n - 1]!;
-    return { plants, next: (await this.#cursors()).encode(owner, { at, id }) };
+    const { plants, next } = await this.#pages.read(owner, limit, after);
+    if (next === undefined) return { plants };
+    return { plants, next: (await this.#cursors()).encode(owner, next) };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
