@@ -104,6 +104,12 @@ export const SETTINGS = {
     kind: 'int',
     help: 'PostgreSQL statement timeout in milliseconds',
   },
+  'pg-pooler': {
+    env: 'PLANTS_PG_POOLER',
+    default: 'none',
+    kind: 'string',
+    help: 'none, or transaction: PostgreSQL is behind a transaction-pooling PgBouncer (no named prepared statements, no startup parameters)',
+  },
   'jwks-url': {
     env: 'PLANTS_JWKS_URL',
     default: '',
@@ -237,6 +243,7 @@ const ConfigSchema = Type.Object({
   logPretty: Type.Boolean(),
   pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
   pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
+  pgPooler: Type.Union([Type.Literal('none'), Type.Literal('transaction')]),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   jwksUrl: Type.Optional(Type.String({ minLength: 1 })),
   oidcIssuer: Type.Optional(Type.String({ minLength: 1 })),
@@ -261,6 +268,9 @@ export type Config = Static<typeof ConfigSchema>;
 
 /** full: a 2xx write survives power loss; normal: it survives a crash of the process. */
 export type Durability = Config['durability'];
+
+/** What sits between Plant Store and PostgreSQL: nothing (or a session pooler), or a transaction pooler. */
+export type PgPooler = Config['pgPooler'];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -482,13 +492,18 @@ export interface PostgresConfig {
   /** 0 disables the timeout. */
   statementTimeoutMs: number;
   durability: Durability;
+  /**
+   * transaction: a transaction pooler (PgBouncer pool_mode=transaction) sits in
+   * front, so no named prepared statements and no startup parameters.
+   */
+  pooler: PgPooler;
 }
 
 export type StoreConfig = { kind: 'sqlite'; sqlite: SqliteConfig } | { kind: 'postgres'; postgres: PostgresConfig };
 
 /** The store that --db names, with the settings that store uses. */
 export function storeConfig(
-  config: Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'>,
+  config: Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> & Partial<Pick<Config, 'pgPooler'>>,
 ): StoreConfig {
   if (isPostgresUrl(config.db)) {
     return {
@@ -498,6 +513,7 @@ export function storeConfig(
         poolSize: config.pgPoolSize,
         statementTimeoutMs: config.pgStatementTimeoutMs,
         durability: config.durability,
+        pooler: config.pgPooler ?? 'none',
       },
     };
   }

@@ -4,7 +4,7 @@ import { before, it } from './helpers/requirements.js';
 import { hashToken, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
 import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';
-import { describeEachStore, describeOnStore } from './helpers/stores.js';
+import { describeEachStore, describeOnStore, type StoreFixture } from './helpers/stores.js';
 
 async function listAll(plants: PlantStore, owner: string, pageSize: number): Promise<PlantRecord[]> {
   const all: PlantRecord[] = [];
@@ -18,7 +18,12 @@ async function listAll(plants: PlantStore, owner: string, pageSize: number): Pro
   throw new Error('paging did not end');
 }
 
-describeEachStore('store contract', (fx) => {
+// Also through PgBouncer in transaction pooling mode, where every statement
+// may run on another server connection.
+const describeContract = (title: string, body: (fx: StoreFixture) => void) =>
+  describeEachStore(title, body, ['sqlite', 'postgres', 'pgbouncer']);
+
+describeContract('store contract', (fx) => {
   let store: Store;
   before(async () => {
     store = await fx.open();
@@ -154,7 +159,7 @@ describeEachStore('store contract', (fx) => {
   });
 });
 
-describeEachStore('first token', (fx) => {
+describeContract('first token', (fx) => {
   it('is created once when several servers race on an empty store', async () => {
     // Two stores = two connections (or pools), as two server processes would have.
     const [a, b] = [await fx.open(), await fx.open()];

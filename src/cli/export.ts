@@ -9,7 +9,7 @@ export const exportCommand: Command = {
   usage: 'export [--db PATH_OR_URL] > dump.ndjson',
   summary:
     'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   async run(ctx, values) {
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,

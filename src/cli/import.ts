@@ -9,7 +9,7 @@ export const importCommand: Command = {
   usage: 'import [--db PATH_OR_URL] < dump.ndjson',
   summary:
     'Reads JSON lines written by plant-store export from stdin into a store. Tokens keep working; plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   async run(ctx, values) {
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     try {

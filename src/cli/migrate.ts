@@ -7,7 +7,7 @@ export const migrate: Command = {
   usage: 'migrate [--db PATH_OR_URL]',
   summary:
     "Brings the store's schema to the latest version (serve also does this on start). Safe to run while servers are up.",
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   async run(ctx, values) {
     const { applied } = await migrateCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     ctx.stderr.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n');

@@ -11,7 +11,7 @@ import { settingFlags, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
-import { openCommandStore } from './store.js';
+import { checkCommandConnections, openCommandStore } from './store.js';
 import { describeLocation, storeLocation } from './store-location.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -24,6 +24,8 @@ export const serve: Command = {
   settings: Object.keys(SETTINGS) as SettingName[],
   async run(ctx, values) {
     const config = loadConfig(settingFlags(this, values), ctx.env, { logPretty: ctx.isTTY });
+    // Once, before any worker starts: workers × pool size must fit the database.
+    if (cluster.isPrimary) await checkCommandConnections(config, config.workers);
     if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);
     return runServer(config, ctx);
   },

@@ -1,14 +1,17 @@
-import { migrateStore, openStore, type OpenOptions } from '../store/open-store.js';
+import { checkStoreConnections, migrateStore, openStore, type OpenOptions } from '../store/open-store.js';
 import type { MigrationReport } from '../store/migrate.js';
 import type { Store } from '../store/store.js';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { CliError, explainPostgresFailure } from './store-errors.js';
 import { storeLocation } from './store-location.js';
 
-type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'>;
+type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
+  Partial<Pick<Config, 'pgPooler'>>;
 
 /** A failure to reach the store, said in one line when it is one of the usual mistakes. */
 function explained(error: unknown, db: string, mustExist: boolean): unknown {
+  // Already names the setting to change (a pooler refusing startup parameters).
+  if (error instanceof ConfigError) return error;
   const where = storeLocation(db);
   if (where.store === 'postgres') {
     const line = explainPostgresFailure(error, where);
@@ -35,6 +38,15 @@ export async function openCommandStore(config: StoreSettings, options: OpenOptio
 export async function migrateCommandStore(config: StoreSettings): Promise<MigrationReport> {
   try {
     return await migrateStore(config);
+  } catch (error) {
+    throw explained(error, config.db, false);
+  }
+}
+
+/** checkStoreConnections for serve, with the usual connection mistakes explained. */
+export async function checkCommandConnections(config: StoreSettings, processes: number): Promise<void> {
+  try {
+    await checkStoreConnections(config, processes);
   } catch (error) {
     throw explained(error, config.db, false);
   }

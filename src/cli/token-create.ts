@@ -9,7 +9,7 @@ export const tokenCreate: Command = {
   usage: 'token create --owner NAME [--scope SCOPE]... [--expires-in DURATION] [--db PATH_OR_URL]',
   summary:
     'Issues a bearer token for an owner. Only the token goes to stdout, so TOKEN=$(plant-store token create --owner me) works; details go to stderr. The token is shown this once; only its hash is stored.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   flags: {
     owner: { type: 'string', help: 'owner whose plants the token reaches (required)' },
     scope: { type: 'string', multiple: true, help: 'plants:read or plants:write, repeatable', default: 'both' },

@@ -7,7 +7,7 @@ export const tokenList: Command = {
   usage: 'token list [--json] [--db PATH_OR_URL]',
   summary:
     'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   flags: {
     json: {
       type: 'boolean',

@@ -8,7 +8,7 @@ export const tokenRevoke: Command = {
   usage: 'token revoke TOKEN_OR_ID [--db PATH_OR_URL]',
   summary:
     'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one token or token id to revoke');
     const target = positionals[0]!;

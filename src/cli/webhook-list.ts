@@ -7,7 +7,7 @@ export const webhookList: Command = {
   usage: 'webhook list [--json] [--db PATH_OR_URL]',
   summary:
     'Lists webhook endpoints: id, owner, events, status (active, or disabled and why), events waiting for delivery, created, URL. Secrets are never shown.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   flags: {
     json: {
       type: 'boolean',

@@ -7,7 +7,7 @@ export const webhookRemove: Command = {
   usage: 'webhook remove ID [--db PATH_OR_URL]',
   summary:
     'Removes a webhook endpoint (its id from webhook list) and drops the events still waiting for it. Servers stop delivering to it at once; an attempt already under way finishes.',
-  settings: ['db'],
+  settings: ['db', 'pg-pooler'],
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one webhook id to remove');
     // mustExist: a mistyped --db is an error, not a new empty store.

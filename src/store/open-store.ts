@@ -2,7 +2,8 @@ import { storeConfig, type Config } from '../config.js';
 import type { MigrationReport } from './migrate.js';
 import type { Store } from './store.js';
 
-type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'>;
+type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
+  Partial<Pick<Config, 'pgPooler'>>;
 
 export interface OpenOptions {
   /** Refuse to create a new SQLite file (tools that manage an existing store: a typo must not create an empty one). */
@@ -41,4 +42,16 @@ export async function migrateStore(settings: StoreSettings): Promise<MigrationRe
   }
   const { migrateSqlite } = await import('./sqlite/store.sqlite.js');
   return migrateSqlite(config.sqlite);
+}
+
+/**
+ * Refuses (ConfigError) a configuration whose `processes` could together open
+ * more PostgreSQL connections than the server has room for. Nothing to check
+ * on SQLite.
+ */
+export async function checkStoreConnections(settings: StoreSettings, processes: number): Promise<void> {
+  const config = storeConfig(settings);
+  if (config.kind !== 'postgres') return;
+  const { checkConnectionBudget } = await import('./postgres/connection-budget.postgres.js');
+  await checkConnectionBudget(config.postgres, processes);
 }

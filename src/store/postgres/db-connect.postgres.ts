@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Series } from '../../metrics/histogram.js';
 import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
-import type { PostgresConfig } from '../../config.js';
+import { ConfigError, type PostgresConfig } from '../../config.js';
 
 export interface PgPoolOverrides {
   max?: number;
@@ -27,14 +27,36 @@ const bigintTypes: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };
 
+/**
+ * A client for transaction poolers (PgBouncer pool_mode=transaction before
+ * 1.21): every statement is sent unnamed, since a named prepared statement
+ * lives on one server connection and the pooler hands each transaction
+ * whichever connection is free. The price is a parse per statement.
+ */
+class UnnamedStatementsClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const config = args[0];
+    if (typeof config === 'object' && config !== null && 'name' in config && !('submit' in config)) {
+      args[0] = { ...config, name: undefined };
+    }
+    return (super.query as (...a: unknown[]) => never)(...args);
+  }
+}
+
 // All connection setup for the PostgreSQL store lives here, so the server's
 // pool and the migrator's get the same settings.
 export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides = {}): pg.Pool {
   const statementTimeout = overrides.statementTimeoutMs ?? config.statementTimeoutMs;
+  // Behind a transaction pooler the startup packet may carry only what the
+  // pooler knows (PgBouncer refuses statement_timeout and options): the
+  // server-side timeout and synchronous_commit then come from the role's or
+  // database's settings (ALTER ROLE ... SET), and the client-side limit below
+  // still holds.
+  const direct = config.pooler === 'none';
   const pool = new pg.Pool({
     connectionString: config.url,
     max: overrides.max ?? config.poolSize,
-    statement_timeout: statementTimeout,
+    ...(direct ? { statement_timeout: statementTimeout } : { Client: UnnamedStatementsClient }),
     // statement_timeout is enforced by the server, which never sees the query
     // when the network drops packets; this client-side limit turns such a hang
     // into a 503 a second after the server would have given up.
@@ -48,7 +70,7 @@ export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides 
     types: bigintTypes,
     // durability=normal: a commit is acknowledged before PostgreSQL flushes
     // its WAL. It still survives a crash of this process, not of PostgreSQL's host.
-    ...(config.durability === 'normal' ? { options: '-c synchronous_commit=off' } : {}),
+    ...(direct && config.durability === 'normal' ? { options: '-c synchronous_commit=off' } : {}),
   });
   // An idle client whose server went away emits here. pg-pool has already
   // dropped it and the next checkout opens a fresh connection; without a
@@ -103,7 +125,56 @@ export function isUnavailableError(error: unknown, depth = 0): boolean {
   return isUnavailableError(error.cause, depth + 1);
 }
 
+// PgBouncer's answer to a startup packet with a parameter it does not know.
+const REFUSED_PARAMETER = /unsupported startup parameter:?\s*([\w.]+)?/i;
+
+/** The server (in practice a transaction pooler) refused a startup parameter Plant Store sends. */
+export class RefusedStartupParameterError extends ConfigError {
+  override name = 'RefusedStartupParameterError';
+  constructor(parameter: string | undefined, options: ErrorOptions) {
+    super(
+      `the database server refused the startup parameter ${parameter ? `"${parameter}"` : 'Plant Store sent'}, ` +
+        'as PgBouncer in transaction pooling mode does: set --pg-pooler transaction (PLANTS_PG_POOLER=transaction), ' +
+        'which sends no startup parameters and no named prepared statements',
+      options,
+    );
+  }
+}
+
+/** The RefusedStartupParameterError that `error` is, wraps, or means; undefined for any other error. */
+export function refusedStartupParameter(error: unknown, depth = 0): RefusedStartupParameterError | undefined {
+  if (!(error instanceof Error) || depth > 4) return undefined;
+  if (error instanceof RefusedStartupParameterError) return error;
+  const m = REFUSED_PARAMETER.exec(error.message);
+  if (m) return new RefusedStartupParameterError(m[1], { cause: error });
+  if (error instanceof AggregateError) {
+    for (const e of error.errors) {
+      const found = refusedStartupParameter(e, depth + 1);
+      if (found) return found;
+    }
+  }
+  return refusedStartupParameter(error.cause, depth + 1);
+}
+
+// A named prepared statement missing on, or already on, the server connection
+// the client believes it is talking to: a transaction pooler hands each
+// transaction whichever server connection is free.
+function lostPreparedStatement(error: unknown): ConfigError | undefined {
+  if (!(error instanceof pg.DatabaseError) || (error.code !== '26000' && error.code !== '42P05')) return undefined;
+  if (!/prepared statement/.test(error.message)) return undefined;
+  return new ConfigError(
+    `${error.message}: named prepared statements do not work through a transaction pooler such as PgBouncer; ` +
+      'set --pg-pooler transaction (PLANTS_PG_POOLER=transaction)',
+    { cause: error },
+  );
+}
+
 function toStoreError(error: unknown): unknown {
+  // A refused startup parameter or a lost prepared statement is still a 503
+  // for requests (the store cannot be used as configured), with the cause
+  // that names the fix in the log.
+  const misconfigured = refusedStartupParameter(error) ?? lostPreparedStatement(error);
+  if (misconfigured) return new StoreUnavailableError(misconfigured);
   return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
 }
 

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
-import { createPgPool, isUnavailableError, withClient } from './db-connect.postgres.js';
+import { createPgPool, isUnavailableError, refusedStartupParameter, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
@@ -20,7 +20,9 @@ export async function migratePostgres(config: PostgresConfig): Promise<Migration
   try {
     return await migrateToLatest(db, postgresMigrations);
   } catch (error) {
-    throw isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+    // Start-up is where a pooler that refuses our startup parameters shows
+    // first: fail with the setting that fixes it rather than "unavailable".
+    throw refusedStartupParameter(error) ?? (isUnavailableError(error) ? new StoreUnavailableError(error) : error);
   } finally {
     await db.destroy();
   }
@@ -74,7 +76,7 @@ export async function requirePostgresSchema(config: PostgresConfig): Promise<voi
   try {
     await requireSchema(db, postgresMigrations, databaseName(config.url));
   } catch (error) {
-    throw isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+    throw refusedStartupParameter(error) ?? (isUnavailableError(error) ? new StoreUnavailableError(error) : error);
   } finally {
     await db.destroy();
   }
@@ -86,5 +88,15 @@ export async function openPostgresStore(
 ): Promise<PostgresStore> {
   if (config.migrate === 'require') await requirePostgresSchema(config);
   else if (config.migrate !== false) await migratePostgres(config);
-  return new PostgresStore(createPgPool(config));
+  const store = new PostgresStore(createPgPool(config));
+  // One connection with the pool's own startup parameters (the migrator
+  // sends none), so a pooler that refuses them stops the start with the
+  // setting that fixes it instead of failing every request later.
+  try {
+    await store.ping();
+  } catch (error) {
+    await store.close();
+    throw refusedStartupParameter(error) ?? error;
+  }
+  return store;
 }
