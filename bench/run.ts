@@ -10,6 +10,7 @@ import { runLoad, wrkVersion, type LoadSpec } from './load.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
 import { report, type Outcome, type Round } from './report.js';
+import { PG_SCENARIOS, runPgCeiling } from './pg-ceiling.js';
 import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -18,7 +19,9 @@ const BASELINE_MAIN = here('./baseline.js');
 
 const HELP = `npm run bench [-- options] [-- service flags]
 
-  --scenarios a,b    ${SCENARIOS.map((s) => s.name).join(', ')} (default: all)
+  --scenarios a,b    ${[...SCENARIOS, ...PG_SCENARIOS].map((s) => s.name).join(', ')} (default: all)
+  --pg URL           also run ${PG_SCENARIOS.map((s) => s.name).join(' and ')}: the service on PostgreSQL next to
+                     pgbench (its ceiling), in a scratch database created next to URL's
   --seconds N        length of a measured round (default 5)
   --rounds N         measured rounds per server, best kept (default 3)
   --warmup N         seconds of load before measuring (default 2)
@@ -40,6 +43,7 @@ const { values: o, positionals: serviceFlags } = parseArgs({
     connections: { type: 'string', default: '32' },
     loadgen: { type: 'string', default: wrkVersion ? 'wrk' : 'autocannon' },
     'cpu-prof': { type: 'string' },
+    pg: { type: 'string' },
     out: { type: 'string', default: here('../../bench/latest.md') },
     keep: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -52,12 +56,19 @@ if (o.help) {
 const tool = o.loadgen as 'wrk' | 'autocannon';
 if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
 if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
-const picked = o.scenarios?.split(',') ?? SCENARIOS.map((s) => s.name);
-const scenarios = picked.map((n) => {
-  const s = SCENARIOS.find((x) => x.name === n);
-  if (!s) throw new Error(`unknown scenario "${n}"; known: ${SCENARIOS.map((x) => x.name).join(', ')}`);
-  return s;
-});
+const picked = o.scenarios?.split(',') ?? [...SCENARIOS, ...(o.pg ? PG_SCENARIOS : [])].map((s) => s.name);
+const pgScenarios = PG_SCENARIOS.filter((s) => picked.includes(s.name));
+if (pgScenarios.length > 0 && !o.pg) throw new Error(`${pgScenarios.map((s) => s.name).join(', ')} need --pg URL`);
+const scenarios = picked
+  .filter((n) => !PG_SCENARIOS.some((s) => s.name === n))
+  .map((n) => {
+    const s = SCENARIOS.find((x) => x.name === n);
+    if (!s)
+      throw new Error(
+        `unknown scenario "${n}"; known: ${[...SCENARIOS, ...PG_SCENARIOS].map((x) => x.name).join(', ')}`,
+      );
+    return s;
+  });
 const [seconds = 5, rounds = 3, warmup = 2, connections = 32] = [o.seconds, o.rounds, o.warmup, o.connections].map(
   Number,
 );
@@ -195,8 +206,17 @@ console.log(
 );
 if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 const outcomes: Outcome[] = [];
+let pgSection = '';
 try {
   for (const s of scenarios) outcomes.push(await runScenario(s));
+  if (pgScenarios.length > 0) {
+    pgSection = await runPgCeiling({
+      adminUrl: o.pg!,
+      scenarios: pgScenarios,
+      ...{ seconds, rounds, warmup, connections, tool, dir, serviceFlags, env },
+      serviceMain: SERVICE_MAIN,
+    });
+  }
 } finally {
   if (o.keep) console.log(`\nkept ${dir}`);
   else fs.rmSync(dir, { recursive: true, force: true });
@@ -214,5 +234,6 @@ const md = report(outcomes, {
   cpus: cpus().length,
   fsync,
 });
-console.log(`\n${md}`);
-if (o.out !== '-') fs.writeFileSync(o.out, md);
+const full = pgSection ? `${md}\n${pgSection}` : md;
+console.log(`\n${full}`);
+if (o.out !== '-') fs.writeFileSync(o.out, full);
