@@ -129,6 +129,8 @@ export class InsertBatcher {
       } else {
         // Not expected with batchable input, but a batch must not fail for
         // one bad row: every create gets its own statement and its own answer.
+        // (A create answered before the failure keeps its answer: settling
+        // twice does nothing, and its second statement is a replay.)
         await Promise.all(unique.map((item) => this.single(item.owner, item.plant).then(item.resolve, item.reject)));
       }
     }

@@ -107,25 +107,24 @@ export class PageReader {
       ids[i] = after ? after.id.toString() : null;
       limits[i] = limit + 1;
     }
-    let rows: BatchRow[];
     try {
-      ({ rows } = await withClient(this.pool, (client) =>
+      const { rows } = await withClient(this.pool, (client) =>
         client.query<BatchRow>({ ...READ_BATCH, values: [owners, ats, ids, limits] }),
-      ));
-    } catch (error) {
-      for (const page of batch) page.reject(error);
-      return;
-    }
-    for (const [n, json, at, id] of rows) {
-      const { limit, resolve } = batch[Number(n) - 1]!;
-      // One more than asked for was read: it says that another page follows.
-      const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
-      if (plants.length <= limit) {
-        resolve({ plants });
-      } else {
-        plants.length = limit;
-        resolve({ plants, next: { at: BigInt(at!), id: BigInt(id!) } });
+      );
+      for (const [n, json, at, id] of rows) {
+        const { limit, resolve } = batch[Number(n) - 1]!;
+        // One more than asked for was read: it says that another page follows.
+        const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
+        if (plants.length <= limit) {
+          resolve({ plants });
+        } else {
+          plants.length = limit;
+          resolve({ plants, next: { at: BigInt(at!), id: BigInt(id!) } });
+        }
       }
+    } catch (error) {
+      // Settles every page still waiting (settling one twice does nothing).
+      for (const page of batch) page.reject(error);
     }
   }
 }
