@@ -217,7 +217,9 @@ describeEachStore('metrics on the admin port', (fx) => {
       assert.ok(batches >= 1 && batches <= 20, `${batches} batches`);
       assert.equal(delta(samples, 'plant_store_db_commit_duration_seconds_count', { store }), batches);
     } else {
-      assert.equal(delta(samples, 'plant_store_db_commit_duration_seconds_count', { store }), 20);
+      // Concurrent creates share batches: one commit each, 20 at most.
+      const commits = delta(samples, 'plant_store_db_commit_duration_seconds_count', { store });
+      assert.ok(commits >= 1 && commits <= 20, `${commits} commits`);
     }
     assert.ok(valueOf(samples, 'plant_store_pg_pool_connections_in_use')! >= 0);
     assert.ok(valueOf(samples, 'plant_store_pg_pool_waiting_requests')! >= 0);
