@@ -8,7 +8,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from './helpers/requirements.js';
+import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
+import { privateClusterProblem } from './helpers/pg-cluster.js';
 import { useApp } from './helpers/app.js';
 import { runCliInProcess as cli } from './helpers/cli.js';
 import { runCli as spawnCli, useProcessCleanup, type CliResult } from './helpers/server.js';
@@ -164,30 +165,35 @@ async function passwordCluster(): Promise<{ url: (password: string) => string; s
   };
 }
 
-describe('PostgreSQL with a wrong password', () => {
-  let cluster: Awaited<ReturnType<typeof passwordCluster>> | undefined;
-  let problem: string | undefined;
-  before(async () => {
-    try {
-      cluster = await passwordCluster();
-    } catch (error) {
-      problem = (error as Error).message.split('\n')[0];
-    }
-  });
-  after(() => cluster?.stop());
-
-  it('one line naming the user, without the password', { timeout: 90_000 }, async (t) => {
-    if (!cluster) {
-      if (process.env.CI === 'true') assert.fail(`a private PostgreSQL could not be started: ${problem}`);
-      return t.skip(`a private PostgreSQL (initdb, pg_ctl as the postgres user) could not be started: ${problem}`);
-    }
-    const ok = await cli(['migrate', '--db', cluster.url('right-password')]);
-    assert.equal(ok.code, 0, `the right password works: ${ok.stderr}`);
-    const r = await cli(['migrate', '--db', cluster.url('wrong-password')]);
-    assertOneLine(r, 1, /PostgreSQL at 127\.0\.0\.1:\d+ refused the password for user "postgres"/, 'password');
-    assert.ok(!r.stderr.includes('wrong-password'));
-  });
+// initdb and pg_ctl (as the postgres user when root) make a cluster that checks passwords.
+const clusterMissing = await requirement('a private PostgreSQL cluster', () => {
+  const problem = privateClusterProblem();
+  if (problem) throw new Error(problem);
 });
+
+needs(clusterMissing, () =>
+  describe('PostgreSQL with a wrong password', () => {
+    let cluster: Awaited<ReturnType<typeof passwordCluster>> | undefined;
+    let problem: string | undefined;
+    before(async () => {
+      try {
+        cluster = await passwordCluster();
+      } catch (error) {
+        problem = (error as Error).message.split('\n')[0];
+      }
+    });
+    after(() => cluster?.stop());
+
+    it('one line naming the user, without the password', { timeout: 90_000 }, async () => {
+      assert.ok(cluster, `a private PostgreSQL could not be started: ${problem}`);
+      const ok = await cli(['migrate', '--db', cluster.url('right-password')]);
+      assert.equal(ok.code, 0, `the right password works: ${ok.stderr}`);
+      const r = await cli(['migrate', '--db', cluster.url('wrong-password')]);
+      assertOneLine(r, 1, /PostgreSQL at 127\.0\.0\.1:\d+ refused the password for user "postgres"/, 'password');
+      assert.ok(!r.stderr.includes('wrong-password'));
+    });
+  }),
+);
 
 describe('enum flags', () => {
   it('name their allowed values', LIMIT, async () => {
