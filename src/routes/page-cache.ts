@@ -1,15 +1,19 @@
-import type { PlantRecord, PlantStore } from '../store/store.js';
+import type { ChangeVersion, PlantRecord, PlantStore } from '../store/store.js';
 
 export interface PageEntry {
-  epoch: number;
+  /** The owner's version when the page was read. */
+  changed: number;
+  appended: number;
   body: string;
+  /** Present when more plants followed the page: then creates, which append, leave it as it is. */
   link: string | undefined;
 }
 
 /**
- * Serialized list pages, reused while their owner's change epoch stays the
- * same (no plant of that owner written since the page was read). Bounded by
- * entries and by bytes; the oldest entry goes first.
+ * Serialized list pages, reused while their owner's plants stay as they were
+ * when the page was read (ChangeVersion): nothing changed, and nothing was
+ * appended unless the page had a next page. Bounded by entries and by bytes;
+ * the oldest entry goes first.
  */
 export class PageCache {
   readonly #entries = new Map<string, PageEntry>();
@@ -20,9 +24,13 @@ export class PageCache {
     private readonly maxEntries = 1000,
   ) {}
 
-  get(key: string, epoch: number): PageEntry | undefined {
+  get(key: string, version: ChangeVersion): PageEntry | undefined {
     const hit = this.#entries.get(key);
-    return hit !== undefined && hit.epoch === epoch ? hit : undefined;
+    return hit !== undefined &&
+      hit.changed === version.changed &&
+      (hit.appended === version.appended || hit.link !== undefined)
+      ? hit
+      : undefined;
   }
 
   set(key: string, entry: PageEntry): void {
@@ -52,7 +60,7 @@ export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
  */
 export class ListPages {
   readonly #cache: PageCache;
-  readonly #changeEpoch: ((owner: string) => number | undefined) | undefined;
+  readonly #changeEpoch: ((owner: string) => ChangeVersion | undefined) | undefined;
 
   constructor(
     private readonly plants: PlantStore,
@@ -68,13 +76,16 @@ export class ListPages {
     cursor: string | undefined,
     serialize: (plants: PlantRecord[]) => string,
   ): Promise<ListedPage> {
-    const epoch = this.#changeEpoch?.(owner);
-    const key = epoch === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
-    const hit = key === undefined ? undefined : this.#cache.get(key, epoch!);
+    const version = this.#changeEpoch?.(owner);
+    const key = version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
+    const hit = key === undefined ? undefined : this.#cache.get(key, version!);
     if (hit !== undefined) return hit;
+    // Read now: the store updates the version in place.
+    const changed = version?.changed ?? 0;
+    const appended = version?.appended ?? 0;
     const page = await this.plants.list(owner, limit, cursor);
     const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
-    const entry = { epoch: epoch ?? 0, body: serialize(page.plants), link };
+    const entry = { changed, appended, body: serialize(page.plants), link };
     if (key !== undefined) this.#cache.set(key, entry);
     return entry;
   }

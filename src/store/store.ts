@@ -21,6 +21,18 @@ export interface PlantPage {
   next?: string;
 }
 
+/**
+ * An owner's plants as of some moment, for list page reuse: a page read then
+ * is still right while `changed` is the same and, unless the page had a next
+ * page, `appended` too.
+ */
+export interface ChangeVersion {
+  /** Moves with anything that can change any page: a delete, an import, another connection's commit. */
+  readonly changed: number;
+  /** Moves with every create too. A create appends, so it changes only the last page of the list. */
+  readonly appended: number;
+}
+
 export interface PlantStore {
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
   /** Plants of one owner in insertion order, after `cursor` (an opaque `next` from an earlier page). */
@@ -28,12 +40,13 @@ export interface PlantStore {
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
   /**
-   * A number that changes whenever a plant of this owner may have changed,
-   * through this process or another; undefined when the store cannot tell
-   * at this moment. Stores that cannot tell cheaply leave it out, and their
-   * list pages are never reused.
+   * The version of this owner's plants, which moves whenever one of them may
+   * have changed, through this process or another; undefined when the store
+   * cannot tell at this moment. Read its numbers at once: the store may
+   * update the object. Stores that cannot tell cheaply leave it out, and
+   * their list pages are never reused.
    */
-  changeEpoch?(owner: string): number | undefined;
+  changeEpoch?(owner: string): ChangeVersion | undefined;
   /**
    * Stores many plants of one owner in one transaction, skipping ids the
    * owner has already; for loading data (imports, benchmarks), not requests.

@@ -1,7 +1,8 @@
 // Owners' change versions on a real SQLite file: a write through this
-// process moves only its owner's version; a commit by another connection
-// moves every owner's, seen from the next turn of the event loop, including
-// while the writer thread's own commits change what SQLite reports.
+// process moves only its owner's version (a create only its `appended`); a
+// commit by another connection moves every owner's, seen from the next turn
+// of the event loop, including while the writer thread's own commits change
+// what SQLite reports.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
+import type { ChangeVersion } from '../../src/store/store.js';
 import { ChangeEpoch } from '../../src/store/sqlite/change-epoch.js';
 import { openSqlite } from '../../src/store/sqlite/db-connect.sqlite.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
@@ -37,11 +39,18 @@ describe('SQLite change epoch', () => {
   const insert = (db: Database.Database, owner: string) =>
     db.prepare("INSERT INTO plants (owner, id, name) VALUES (?, ?, 'p')").run(owner, ++n);
   const create = (owner: string) => ({ kind: 'create' as const, owner, id: BigInt(++n), name: 'p', tag: null });
+  const remove = (owner: string, id: bigint) => ({ kind: 'delete' as const, owner, id });
+
+  /** A copy of the owner's version now (the epoch updates its objects in place). */
+  const now = (epoch: ChangeEpoch, owner: string): ChangeVersion | undefined => {
+    const version = epoch.current(owner);
+    return version && { ...version };
+  };
 
   /** The owner's version once the store can tell (a probe of the writer thread may be under way). */
-  async function settled(epoch: ChangeEpoch, owner: string): Promise<number> {
+  async function settled(epoch: ChangeEpoch, owner: string): Promise<ChangeVersion> {
     for (let i = 0; i < 1000; i++) {
-      const version = epoch.current(owner);
+      const version = now(epoch, owner);
       if (version !== undefined) return version;
       await nextTurn();
     }
@@ -50,44 +59,44 @@ describe('SQLite change epoch', () => {
 
   it('stays the same while nothing is written', async () => {
     const epoch = new ChangeEpoch(own);
-    const start = epoch.current('a');
-    assert.equal(epoch.current('a'), start);
+    const start = now(epoch, 'a');
+    assert.deepEqual(now(epoch, 'a'), start);
     await nextTurn();
-    assert.equal(epoch.current('a'), start);
+    assert.deepEqual(now(epoch, 'a'), start);
     own.prepare('SELECT count(*) FROM plants').get();
     other.prepare('SELECT count(*) FROM plants').get();
     await nextTurn();
-    assert.equal(epoch.current('a'), start);
+    assert.deepEqual(now(epoch, 'a'), start);
   });
 
   it('bump() moves only that owner, at once', () => {
     const epoch = new ChangeEpoch(own);
-    const [a, b] = [epoch.current('a'), epoch.current('b')];
+    const [a, b] = [now(epoch, 'a'), now(epoch, 'b')];
     // data_version does not change for commits made through the same
     // connection, which is why such a write bumps its owner itself.
     insert(own, 'a');
     epoch.bump('a');
-    assert.notEqual(epoch.current('a'), a);
-    assert.equal(epoch.current('b'), b);
+    assert.notDeepEqual(now(epoch, 'a'), a);
+    assert.deepEqual(now(epoch, 'b'), b);
   });
 
   it("moves every owner on the next turn after another connection's commit, once, and not for a rollback", async () => {
     const epoch = new ChangeEpoch(own);
-    const [a, b] = [epoch.current('a'), epoch.current('b')];
+    const [a, b] = [now(epoch, 'a'), now(epoch, 'b')];
     insert(other, 'a');
     // data_version is read at most once per turn: this turn still has the old value.
-    assert.equal(epoch.current('b'), b);
+    assert.deepEqual(now(epoch, 'b'), b);
     await nextTurn();
-    const [a2, b2] = [epoch.current('a'), epoch.current('b')];
-    assert.notEqual(a2, a);
-    assert.notEqual(b2, b, 'another connection may have written any owner');
+    const [a2, b2] = [now(epoch, 'a'), now(epoch, 'b')];
+    assert.notDeepEqual(a2, a);
+    assert.notDeepEqual(b2, b, 'another connection may have written any owner');
     await nextTurn();
-    assert.equal(epoch.current('b'), b2, 'moves once per change');
+    assert.deepEqual(now(epoch, 'b'), b2, 'moves once per change');
     other.exec('BEGIN IMMEDIATE');
     insert(other, 'b');
     other.exec('ROLLBACK');
     await nextTurn();
-    assert.equal(epoch.current('b'), b2, 'a rolled-back transaction changes nothing');
+    assert.deepEqual(now(epoch, 'b'), b2, 'a rolled-back transaction changes nothing');
   });
 
   it("a write through the writer thread moves only its owner; another connection's commit meanwhile moves all", async (t) => {
@@ -100,15 +109,15 @@ describe('SQLite change epoch', () => {
     const a = await settled(epoch, 'a');
 
     await writer.run(create('a'));
-    assert.notEqual(await settled(epoch, 'a'), a, 'the owner written');
-    assert.equal(await settled(epoch, 'b'), b, 'another owner keeps its version');
+    assert.notDeepEqual(await settled(epoch, 'a'), a, 'the owner written');
+    assert.deepEqual(await settled(epoch, 'b'), b, 'another owner keeps its version');
 
     // The writer thread commits (changing what SQLite reports to this
     // connection) while another connection commits too.
     const written = writer.run(create('a'));
     insert(other, 'c');
     await written;
-    assert.notEqual(await settled(epoch, 'b'), b, 'a commit by another connection moves every owner');
+    assert.notDeepEqual(await settled(epoch, 'b'), b, 'a commit by another connection moves every owner');
   });
 
   it('gives no version while it cannot tell its own commits from others, and one again after the answer', async (t) => {
@@ -120,7 +129,27 @@ describe('SQLite change epoch', () => {
     await nextTurn();
     await writer.run(create('a'));
     // Answered: the commit is seen, the probe of the writer thread is under way.
-    assert.equal(epoch.current('b'), undefined);
-    assert.notEqual(await settled(epoch, 'b'), undefined);
+    assert.deepEqual(now(epoch, 'b'), undefined);
+    assert.notDeepEqual(await settled(epoch, 'b'), undefined);
+  });
+  it('a create moves only appended; a delete moves changed too', async (t) => {
+    const epoch = new ChangeEpoch(own);
+    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
+    t.after(() => writer.close());
+    await writer.run(create('warm-up'));
+    const before = await settled(epoch, 'grows');
+
+    const added = create('grows');
+    await writer.run(added);
+    const afterCreate = await settled(epoch, 'grows');
+    assert.equal(afterCreate.changed, before.changed, 'a create appends: pages with a next page stay good');
+    assert.notEqual(afterCreate.appended, before.appended, 'the last page may have grown');
+
+    assert.equal(await writer.run(remove('grows', added.id)), true);
+    const afterDelete = await settled(epoch, 'grows');
+    assert.notEqual(afterDelete.changed, afterCreate.changed, 'a delete can change any page');
+
+    epoch.bump('grows');
+    assert.notEqual(now(epoch, 'grows')!.changed, afterDelete.changed, 'bump() (an import) changes any page');
   });
 });

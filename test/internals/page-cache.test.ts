@@ -1,7 +1,7 @@
-// List page reuse: a page is reused only under the change epoch it was read
-// at, the cache stays within its entry and byte bounds (oldest page first
-// out), and GET /plants pages come from a real SQLite store or, while nothing
-// changed, from memory.
+// List page reuse: a page is reused only while its owner's version is the one
+// it was read at (appends aside for a page with a next page), the cache stays
+// within its entry and byte bounds (oldest page first out), and GET /plants
+// pages come from a real SQLite store or, while nothing changed, from memory.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,16 +11,35 @@ import { ListPages, PageCache, type PageEntry } from '../../src/routes/page-cach
 import type { PlantRecord } from '../../src/store/store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
 
-const page = (epoch: number, body: string, link?: string): PageEntry => ({ epoch, body, link });
+const page = (epoch: number, body: string, link?: string): PageEntry => ({
+  changed: epoch,
+  appended: epoch,
+  body,
+  link,
+});
+/** The version under which page(epoch, …) was read. */
+const v = (changed: number, appended = changed) => ({ changed, appended });
 
 describe('list page cache', () => {
   it('returns a page only under the epoch it was stored at', () => {
     const cache = new PageCache(1024);
     const entry = page(7, '[{"name":"a"}]', '</plants?limit=1&cursor=x>; rel="next"');
     cache.set('alice\n1\n', entry);
-    assert.deepEqual(cache.get('alice\n1\n', 7), entry);
-    assert.equal(cache.get('alice\n1\n', 8), undefined);
-    assert.equal(cache.get('alice\n2\n', 7), undefined);
+    assert.deepEqual(cache.get('alice\n1\n', v(7)), entry);
+    assert.equal(cache.get('alice\n1\n', v(8)), undefined);
+    assert.equal(cache.get('alice\n2\n', v(7)), undefined);
+  });
+
+  it('keeps a page with a next page across appends, and only the last page goes with them', () => {
+    const cache = new PageCache(1024);
+    const full = page(3, '[{"name":"a"}]', '</plants?limit=1&cursor=x>; rel="next"');
+    const last = page(3, '[{"name":"z"}]');
+    cache.set('first', full);
+    cache.set('last', last);
+    assert.deepEqual(cache.get('first', v(3, 9)), full, 'plants appended after it: the page is the same');
+    assert.equal(cache.get('last', v(3, 9)), undefined, 'the last page may have grown');
+    assert.deepEqual(cache.get('last', v(3)), last);
+    assert.equal(cache.get('first', v(4, 9)), undefined, 'anything else that changed');
   });
 
   it('replaces the page stored under the same key', () => {
@@ -28,8 +47,8 @@ describe('list page cache', () => {
     cache.set('k', page(1, '123456'));
     cache.set('k', page(2, 'abcdef'));
     // Counted once: 6 bytes, not 12, so it is still there.
-    assert.deepEqual(cache.get('k', 2), page(2, 'abcdef'));
-    assert.equal(cache.get('k', 1), undefined);
+    assert.deepEqual(cache.get('k', v(2)), page(2, 'abcdef'));
+    assert.equal(cache.get('k', v(1)), undefined);
   });
 
   it('stays within maxBytes, dropping the oldest pages first', () => {
@@ -37,16 +56,16 @@ describe('list page cache', () => {
     cache.set('a', page(1, 'aaaa'));
     cache.set('b', page(1, 'bbbb'));
     cache.set('c', page(1, 'cccc'));
-    assert.equal(cache.get('a', 1), undefined);
-    assert.equal(cache.get('b', 1)?.body, 'bbbb');
-    assert.equal(cache.get('c', 1)?.body, 'cccc');
+    assert.equal(cache.get('a', v(1)), undefined);
+    assert.equal(cache.get('b', v(1))?.body, 'bbbb');
+    assert.equal(cache.get('c', v(1))?.body, 'cccc');
   });
 
   it('stays within maxEntries, dropping the oldest pages first', () => {
     const cache = new PageCache(1024, 2);
     for (const key of ['a', 'b', 'c']) cache.set(key, page(1, key));
     assert.deepEqual(
-      ['a', 'b', 'c'].map((key) => cache.get(key, 1)?.body),
+      ['a', 'b', 'c'].map((key) => cache.get(key, v(1))?.body),
       [undefined, 'b', 'c'],
     );
   });
@@ -54,15 +73,15 @@ describe('list page cache', () => {
   it('does not keep a page larger than maxBytes', () => {
     const cache = new PageCache(10);
     cache.set('big', page(1, 'x'.repeat(11)));
-    assert.equal(cache.get('big', 1), undefined);
+    assert.equal(cache.get('big', v(1)), undefined);
     cache.set('small', page(1, 'y'.repeat(10)));
-    assert.equal(cache.get('small', 1)?.body, 'y'.repeat(10));
+    assert.equal(cache.get('small', v(1))?.body, 'y'.repeat(10));
   });
 
   it('keeps nothing with maxBytes 0 (page reuse off)', () => {
     const cache = new PageCache(0);
     cache.set('k', page(1, '[]'));
-    assert.equal(cache.get('k', 1), undefined);
+    assert.equal(cache.get('k', v(1)), undefined);
   });
 });
 
@@ -147,6 +166,30 @@ describe('list pages on SQLite', () => {
     await known('quiet');
     assert.equal((await p.page('quiet', 10)).body, '[{"name":"q"},{"name":"r"}]');
     assert.equal(p.reads(), 2);
+  });
+
+  it("keeps the owner's first page across its own creates, and reads it again after its delete", async () => {
+    for (const id of [1n, 2n, 3n]) await store.plants.create('appends', { id, name: `p${id}` });
+    await known('appends');
+    const p = pages(1 << 20);
+    const first = await p.page('appends', 2);
+    assert.equal(first.body, '[{"name":"p1"},{"name":"p2"}]');
+    const cursor = /cursor=([^>]+)>/.exec(first.link!)![1]!;
+    assert.equal((await p.page('appends', 2, cursor)).body, '[{"name":"p3"}]');
+    assert.equal(p.reads(), 2);
+
+    await store.plants.create('appends', { id: 4n, name: 'p4' });
+    await known('appends');
+    assert.deepEqual(await p.page('appends', 2), first, 'an append cannot change a page that had a next page');
+    assert.equal(p.reads(), 2);
+    const grown = await p.page('appends', 2, cursor);
+    assert.deepEqual([grown.body, grown.link], ['[{"name":"p3"},{"name":"p4"}]', undefined], 'the last page grew');
+    assert.equal(p.reads(), 3);
+
+    await store.plants.delete('appends', 2n);
+    await known('appends');
+    assert.equal((await p.page('appends', 2)).body, '[{"name":"p1"},{"name":"p3"}]');
+    assert.equal(p.reads(), 4);
   });
 
   it('reads every time with cacheBytes 0', async () => {

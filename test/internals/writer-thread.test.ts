@@ -53,7 +53,7 @@ describe('SQLite writer thread', () => {
     const batches: string[][] = [];
     const counted: CommitListener = {
       follow: () => {},
-      committed: (owners) => void (owners.length > 0 && batches.push([...owners])),
+      committed: (owners) => void (owners.length > 0 && batches.push(owners.map((w) => w.owner))),
       probed: () => {},
     };
     return { counted, batches, commits: () => batches.length };

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { ChangeVersion } from '../store.js';
 
 /** What ChangeEpoch needs from the writer thread. */
 export interface WriterProbe {
@@ -15,11 +16,24 @@ export interface WriterProbe {
 // from one shared version, so memory stays bounded.
 const MAX_OWNERS = 10_000;
 
+/** A committed write of the writer thread, as ChangeEpoch needs it. */
+export interface WrittenOwner {
+  owner: string;
+  /** A create (only appends), rather than a delete. */
+  appended: boolean;
+}
+
 /**
  * Versions of each owner's plants, for list page reuse. A write through this
  * process's writer thread changes only its owners' versions. A commit by any
  * other connection (another worker or process, the CLI) may have touched any
  * owner, so it changes them all.
+ *
+ * A create only appends: a new plant's seq (its rowid) is above every row
+ * of the table, so it cannot enter a page that already had a next page. It
+ * moves only the owner's `appended` version, and a page that ended before
+ * the end of the list stays good (page-cache.ts). Everything else (a delete,
+ * an import, another connection's commit) moves `changed`.
  *
  * SQLite reports commits by other connections through PRAGMA data_version,
  * read at most once per turn of the event loop (a client that saw another
@@ -33,8 +47,8 @@ export class ChangeEpoch {
   // Every version comes from this counter, so a change always gives a version
   // never handed out before.
   #counter = 0;
-  #all = 0;
-  readonly #owners = new Map<string, number>();
+  #all: ChangeVersion = { changed: 0, appended: 0 };
+  readonly #owners = new Map<string, { changed: number; appended: number }>();
   readonly #read: Database.Statement;
   #dataVersion: unknown;
   #fresh = false;
@@ -54,16 +68,22 @@ export class ChangeEpoch {
     this.#writer = writer;
   }
 
-  /** This owner's plants may have changed through this process. */
-  bump(owner: string): void {
-    if (this.#owners.size >= MAX_OWNERS && !this.#owners.has(owner)) this.#bumpAll();
-    this.#owners.set(owner, ++this.#counter);
+  /** This owner's plants may have changed through this process; `appended`: only by creates. */
+  bump(owner: string, appended = false): void {
+    let version = this.#owners.get(owner);
+    if (version === undefined) {
+      if (this.#owners.size >= MAX_OWNERS) this.#bumpAll();
+      version = { ...this.#all };
+      this.#owners.set(owner, version);
+    }
+    version.appended = ++this.#counter;
+    if (!appended) version.changed = this.#counter;
   }
 
   /** A batch of the writer thread committed; `foreign`: another connection committed since its last report. */
-  committed(owners: readonly string[], foreign: boolean): void {
+  committed(written: readonly WrittenOwner[], foreign: boolean): void {
     if (foreign) this.#bumpAll();
-    for (const owner of owners) this.bump(owner);
+    for (const w of written) this.bump(w.owner, w.appended);
     // Read data_version now, before the next batch is sent: the change is
     // this commit, perhaps with another connection's, and the probe this
     // sends is then answered ahead of that batch.
@@ -76,11 +96,11 @@ export class ChangeEpoch {
     this.#answers++;
   }
 
-  /** The owner's current version, or undefined while the store cannot tell. */
-  current(owner: string): number | undefined {
+  /** The owner's current version (read it at once, it changes in place), or undefined while the store cannot tell. */
+  current(owner: string): ChangeVersion | undefined {
     if (!this.#fresh) this.#check(this.#writer?.busy ?? false);
     if (this.#answers < this.#probes) return undefined;
-    return Math.max(this.#all, this.#owners.get(owner) ?? 0);
+    return this.#owners.get(owner) ?? this.#all;
   }
 
   #check(mayBeOurs: boolean): void {
@@ -96,7 +116,8 @@ export class ChangeEpoch {
   }
 
   #bumpAll(): void {
-    this.#all = ++this.#counter;
+    const version = ++this.#counter;
+    this.#all = { changed: version, appended: version };
     this.#owners.clear();
   }
 }

@@ -4,6 +4,7 @@ import { dbQueryDuration, metricsOn } from '../../metrics/metrics.js';
 import {
   InvalidCursorError,
   StoreUnavailableError,
+  type ChangeVersion,
   type CreateOutcome,
   type NewPlantRecord,
   type PlantPage,
@@ -102,6 +103,7 @@ export class SqlitePlantStore implements PlantStore {
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
     this.#ensureOpen();
+    this.writer.poll();
     const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor);
     const started = metricsOn ? performance.now() : 0;
     const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
@@ -121,8 +123,9 @@ export class SqlitePlantStore implements PlantStore {
     return this.writer.run({ kind: 'delete', owner, id });
   }
 
-  changeEpoch(owner: string): number | undefined {
+  changeEpoch(owner: string): ChangeVersion | undefined {
     this.#ensureOpen();
+    this.writer.poll();
     return this.changes.current(owner);
   }
 

@@ -1,10 +1,10 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe } from './change-epoch.js';
 import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
-import type { Outcome, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
+import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 
 interface Pending {
   op: WriteOp;
@@ -37,13 +37,14 @@ const RETRY_AFTER_SECONDS = 5;
 const RESTART_AFTER_MS = 1000;
 // A commit costs far more than an insert (the WAL write and its fsync), so a
 // small batch waits a few turns of the event loop for more writes to join it:
-// until it is as large as the last batch (at most MIN_BATCH), and at most 8
-// turns, each a poll for new requests. Under a stream of writes this fills
-// batches (about a fifth more creates per second at 32 connections); when
-// writes are a trickle among reads, batches are small and a write waits
-// little instead of 8 turns for company that does not come.
+// until it is as large as the last batch (at most MIN_BATCH), for at most
+// MAX_WAIT_MS, each turn a poll for new requests. Under a stream of writes
+// this fills batches; when writes are a few among many reads, a turn of the
+// event loop is long and brings few writes, so the time bound sends the
+// batch after one turn instead of holding a write for company that does not
+// come.
 const MIN_BATCH = 32;
-const MAX_WAIT_TURNS = 8;
+const MAX_WAIT_MS = 2;
 
 /**
  * The main thread's side of the writer thread: writes queue up while one
@@ -56,8 +57,11 @@ export class WriterThread implements WriterProbe {
   #inFlight: Pending[] | undefined;
   #probes: ((reply: Extract<WriterReply, { probe: unknown }>['probe']) => void)[] = [];
   #scheduled = false;
-  #waited = 0;
+  /** When the oldest queued write was queued (performance.now()). */
+  #queuedAt = 0;
   #lastBatch = MIN_BATCH;
+  /** The thread's replies, read by the 'message' event or, sooner, by poll(). */
+  #replies: MessagePort | undefined;
   /** Questions about other connections' commits (checkForeign) not answered yet. */
   #foreignAsked = 0;
   /** Why the last write failed for a reason that was not its own; cleared by the next success. */
@@ -97,16 +101,38 @@ export class WriterThread implements WriterProbe {
     return this.#gone ?? this.#failing ?? (this.#died && { message: this.#died.error.message, code: undefined });
   }
 
+  /**
+   * Takes the thread's replies that have arrived, now. A reply otherwise
+   * waits for the next turn of the event loop, which under load is long:
+   * every store call polls, so a committed batch is answered (and the next
+   * one sent) within one request's time of its commit.
+   */
+  poll(): void {
+    const port = this.#replies;
+    if (port === undefined) return;
+    for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+      this.#reply(m.message as WriterReply);
+    }
+  }
+
+  #reply(reply: WriterReply): void {
+    if ('outcomes' in reply) this.#settle(reply.outcomes, reply.foreign);
+    else if ('probe' in reply) this.#probes.shift()?.(reply.probe);
+    else {
+      this.#foreignAsked--;
+      this.changes.probed(reply.foreign);
+    }
+  }
+
   #start(): Worker {
-    const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData: this.options });
-    worker.on('message', (reply: WriterReply) => {
-      if ('outcomes' in reply) this.#settle(reply.outcomes, reply.foreign);
-      else if ('probe' in reply) this.#probes.shift()?.(reply.probe);
-      else {
-        this.#foreignAsked--;
-        this.changes.probed(reply.foreign);
-      }
-    });
+    const { port1, port2 } = new MessageChannel();
+    const workerData: WriterData = { ...this.options, replies: port2 };
+    const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData, transferList: [port2] });
+    this.#replies?.close();
+    this.#replies = port1;
+    port1.on('message', (reply: WriterReply) => this.#reply(reply));
+    // The worker keeps the process alive while it runs; its reply port need not.
+    port1.unref();
     worker.on('error', (error) => this.#fail(worker, error));
     worker.on('exit', () => this.#fail(worker, new Error('the SQLite writer thread stopped')));
     return worker;
@@ -132,7 +158,9 @@ export class WriterThread implements WriterProbe {
   run<Op extends WriteOp>(op: Op): Promise<WriteResults[Op['kind']]> {
     const refusal = this.#refusal();
     if (refusal) return Promise.reject(refusal);
+    this.poll();
     return new Promise((resolve, reject) => {
+      if (this.#queue.length === 0) this.#queuedAt = performance.now();
       // The worker answers each op with the result of its kind (plantWriter).
       this.#queue.push({ op, resolve: resolve as (value: WriteResult) => void, reject });
       if (!this.#scheduled && !this.#inFlight) {
@@ -177,13 +205,11 @@ export class WriterThread implements WriterProbe {
   #send(): void {
     this.#scheduled = false;
     if (this.#inFlight || this.#queue.length === 0) return;
-    if (this.#queue.length < Math.min(MIN_BATCH, this.#lastBatch) && this.#waited < MAX_WAIT_TURNS) {
-      this.#waited++;
+    if (this.#queue.length < Math.min(MIN_BATCH, this.#lastBatch) && performance.now() - this.#queuedAt < MAX_WAIT_MS) {
       this.#scheduled = true;
       setImmediate(() => this.#send());
       return;
     }
-    this.#waited = 0;
     this.#lastBatch = this.#queue.length;
     this.#inFlight = this.#queue;
     this.#queue = [];
@@ -215,7 +241,9 @@ export class WriterThread implements WriterProbe {
     // Before anyone is answered, so no list served after an answer predates its write.
     this.changes.committed(
       batch.flatMap((p, i) =>
-        outcomes[i]?.ok && (p.op.kind === 'create' || p.op.kind === 'delete') ? [p.op.owner] : [],
+        outcomes[i]?.ok && (p.op.kind === 'create' || p.op.kind === 'delete')
+          ? [{ owner: p.op.owner, appended: p.op.kind === 'create' }]
+          : [],
       ),
       foreign,
     );

@@ -1,7 +1,7 @@
 // The SQLite writer thread. COMMIT waits for fsync; running it here lets the
 // main thread keep parsing and answering requests meanwhile, and the writes
 // that arrive during one fsync form the next group commit.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
@@ -15,6 +15,11 @@ export type Outcome = Settled<WriteResult, WriteFailure>;
 export interface WriterOptions extends SqliteOptions {
   /** The store file the server opened: a write into any other file (or none) is refused. */
   opened: FileIdentity;
+}
+
+/** What the thread is started with: its options, and the port its replies go to (WriterThread.poll reads it). */
+export interface WriterData extends WriterOptions {
+  replies: MessagePort;
 }
 
 /**
@@ -52,7 +57,7 @@ interface Connection {
   seen: unknown;
 }
 
-const options = workerData as WriterOptions;
+const options = workerData as WriterData;
 let connection: Connection | undefined;
 let lastFailure: WriteFailure | undefined;
 let backoffMs = 0;
@@ -150,6 +155,7 @@ function probe(): Settled<true, WriteFailure> {
 parentPort!.on('message', (request: WriterRequest) => {
   if (request === 'close') {
     connection?.db.close();
+    options.replies.close();
     parentPort!.close();
     return;
   }
@@ -159,5 +165,5 @@ parentPort!.on('message', (request: WriterRequest) => {
       : request === 'foreign'
         ? { foreign: foreign() }
         : { outcomes: commit(request), foreign: foreign() };
-  parentPort!.postMessage(reply);
+  options.replies.postMessage(reply);
 });
