@@ -61,7 +61,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Waits until `url` answers 200 with this token, or the process exits. */
+/** Waits until `url` answers 200 with this token (503: not yet), or the process exits. */
 export async function ready(child: ChildProcess, url: string, token: string, what: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -70,7 +70,7 @@ export async function ready(child: ChildProcess, url: string, token: string, wha
       const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
       await res.arrayBuffer();
       if (res.ok) return;
-      throw new Error(`${what} answered ${res.status} to ${url}`);
+      if (res.status !== 503) throw new Error(`${what} answered ${res.status} to ${url}`);
     } catch (error) {
       if ((error as Error).message.includes(' answered ')) throw error;
     }

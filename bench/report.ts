@@ -1,7 +1,7 @@
 // The Markdown report: one table, the targets, and whether the load
 // generator could have been what limited the numbers.
 import type { LoadResult } from './load.js';
-import { FLATNESS, type Scenario } from './scenarios.js';
+import { FLATNESS, JWT_VS_LIST, type Scenario } from './scenarios.js';
 
 export interface Round extends LoadResult {
   rps: number;
@@ -73,8 +73,8 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       `| ${sc.name}: ${sc.title} | ${int(s.rps)} | ${ms(s.p99Ms)} | ${us(s)} | ${int(b.rps)} | ${ms(b.p99Ms)} | ${us(b)} | ${x(ratio)} | ${target} |`,
     );
   }
-  const of = outcomes.find((o) => o.scenario.name === FLATNESS.of);
-  const vs = outcomes.find((o) => o.scenario.name === FLATNESS.vs);
+  const named = (name: string) => outcomes.find((o) => o.scenario.name === name);
+  const [of, vs, jwt, list] = [FLATNESS.of, FLATNESS.vs, JWT_VS_LIST.of, JWT_VS_LIST.vs].map(named);
   lines.push('');
   if (of && vs) {
     const flat = of.service.rps / vs.service.rps;
@@ -83,6 +83,11 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       '',
     );
   }
+  if (jwt && list)
+    lines.push(
+      `JWT: ${JWT_VS_LIST.of} / ${JWT_VS_LIST.vs} service req/s = ${x(jwt.service.rps / list.service.rps)} (the same list with a JWT instead of an opaque token).`,
+      '',
+    );
   // Two busy processes of ours (a server and the load generator) at a time.
   if (run.loadavg[0] > run.cpus)
     lines.push(

@@ -6,6 +6,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startIssuer } from './jwt.js';
 import { runLoad, wrkVersion, type LoadSpec } from './load.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
@@ -125,7 +126,10 @@ async function prepare(s: Scenario, db: string): Promise<{ db: string; tokens: s
 
 async function runScenario(s: Scenario): Promise<Outcome> {
   console.log(`\n${s.name}: ${s.title}`);
-  const { db, tokens } = await prepare(s, join(dir, `${s.name}.db`));
+  const { db, tokens: opaque } = await prepare(s, join(dir, `${s.name}.db`));
+  const issuer = s.jwt ? await startIssuer() : undefined;
+  // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
+  const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
   const spec = join(dir, `${s.name}-baseline.json`);
   fs.writeFileSync(
     spec,
@@ -149,7 +153,17 @@ async function runScenario(s: Scenario): Promise<Outcome> {
       child: start(
         SERVER_CPU,
         process.execPath,
-        [...prof, SERVICE_MAIN, 'serve', '--db', db, '--port', String(sPort), ...serviceFlags],
+        [
+          ...prof,
+          SERVICE_MAIN,
+          'serve',
+          '--db',
+          db,
+          '--port',
+          String(sPort),
+          ...(issuer?.flags ?? []),
+          ...serviceFlags,
+        ],
         { log, env },
       ),
     },
@@ -159,6 +173,8 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const measured: Record<'baseline' | 'service', Round[]> = { baseline: [], service: [] };
     const load = new Map<string, Omit<LoadSpec, 'seconds' | 'firstId'>>();
     for (const srv of servers) {
+      // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
+      if (issuer && srv.name === 'service') await ready(srv.child, `${srv.url}/readyz`, '', 'service');
       await ready(srv.child, `${srv.url}/plants?limit=1`, tokens[0]!, srv.name);
       const seeds = s.workload.page ? await seedsFor(srv.url, tokens[0]!, s.rowsPerOwner, connections) : [];
       load.set(srv.name, { url: srv.url, connections, workload: s.workload, tokens, seeds });
@@ -194,6 +210,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     };
   } finally {
     for (const srv of servers) await stop(srv.child);
+    await issuer?.close();
   }
 }
 

@@ -19,6 +19,8 @@ export interface Scenario {
   owners: number;
   rowsPerOwner: number;
   workload: Workload;
+  /** Send JWTs (signed by bench/jwt.ts, owner in `sub`) instead of the opaque tokens. */
+  jwt?: boolean;
   /** Targets at the default settings: service / baseline req/s, and service p99. */
   target?: { ratio: number; p99Ms?: number };
 }
@@ -31,6 +33,14 @@ export const SCENARIOS: readonly Scenario[] = [
     rowsPerOwner: 10_000,
     workload: { list: 1, limit: 10 },
     target: { ratio: 0.8 },
+  },
+  {
+    name: 'jwt',
+    title: 'as list, with a JWT (RS256) instead of the opaque token',
+    owners: 1,
+    rowsPerOwner: 10_000,
+    workload: { list: 1, limit: 10 },
+    jwt: true,
   },
   {
     name: 'create',
@@ -73,6 +83,9 @@ export const SCENARIOS: readonly Scenario[] = [
 
 /** list1m must keep this share of list's service req/s: a page costs the same however long the list. */
 export const FLATNESS = { of: 'list1m', vs: 'list', min: 0.9 } as const;
+
+/** jwt's service req/s as a share of list's: what a JWT costs against an opaque token. No target. */
+export const JWT_VS_LIST = { of: 'jwt', vs: 'list' } as const;
 
 export const ownerName = (i: number) => `owner${i}`;
 
