@@ -132,6 +132,23 @@ describe('SQLite change epoch', () => {
     assert.deepEqual(now(epoch, 'b'), undefined);
     assert.notDeepEqual(await settled(epoch, 'b'), undefined);
   });
+  it("sees another connection's commit that came after commits of its own nobody listed in between", async (t) => {
+    const epoch = new ChangeEpoch(own);
+    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
+    t.after(() => writer.close());
+    await writer.run(create('warm-up'));
+    const b = await settled(epoch, 'b');
+    // Commits with no list asked for in between: data_version is not read after them.
+    for (let i = 0; i < 3; i++) await writer.run(create('a'));
+    insert(other, 'c');
+    await nextTurn();
+    assert.notDeepEqual(await settled(epoch, 'b'), b, 'a commit by another connection moves every owner');
+    const b2 = await settled(epoch, 'b');
+    await writer.run(create('a'));
+    await nextTurn();
+    assert.deepEqual(await settled(epoch, 'b'), b2, 'and a commit of its own moves only its owner');
+  });
+
   it('a create moves only appended; a delete moves changed too', async (t) => {
     const epoch = new ChangeEpoch(own);
     const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);

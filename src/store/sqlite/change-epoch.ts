@@ -55,6 +55,10 @@ export class ChangeEpoch {
   #writer: WriterProbe | undefined;
   #probes = 0;
   #answers = 0;
+  /** The writer thread committed since data_version was last read: its next change may be ours. */
+  #ours = false;
+  /** A version was asked for since the last commit: list pages are being served. */
+  #wanted = false;
   readonly #expire = () => {
     this.#fresh = false;
   };
@@ -84,10 +88,16 @@ export class ChangeEpoch {
   committed(written: readonly WrittenOwner[], foreign: boolean): void {
     if (foreign) this.#bumpAll();
     for (const w of written) this.bump(w.owner, w.appended);
-    // Read data_version now, before the next batch is sent: the change is
-    // this commit, perhaps with another connection's, and the probe this
-    // sends is then answered ahead of that batch.
-    this.#check(true);
+    this.#ours = true;
+    // While lists are served, read data_version now, before the next batch
+    // is sent: the change is this commit, perhaps with another connection's,
+    // and the probe this sends is then answered ahead of that batch. With
+    // nobody listing (a stream of creates), the read and the probe wait for
+    // the next list, instead of costing two more messages every commit.
+    if (this.#wanted) {
+      this.#wanted = false;
+      this.#check();
+    }
   }
 
   /** The writer thread's answer to a probe. */
@@ -98,12 +108,13 @@ export class ChangeEpoch {
 
   /** The owner's current version (read it at once, it changes in place), or undefined while the store cannot tell. */
   current(owner: string): ChangeVersion | undefined {
-    if (!this.#fresh) this.#check(this.#writer?.busy ?? false);
+    this.#wanted = true;
+    if (!this.#fresh) this.#check();
     if (this.#answers < this.#probes) return undefined;
     return this.#owners.get(owner) ?? this.#all;
   }
 
-  #check(mayBeOurs: boolean): void {
+  #check(): void {
     if (!this.#fresh) {
       this.#fresh = true;
       setImmediate(this.#expire);
@@ -111,6 +122,8 @@ export class ChangeEpoch {
     const version = this.#read.get();
     if (version === this.#dataVersion) return;
     this.#dataVersion = version;
+    const mayBeOurs = this.#ours || (this.#writer?.busy ?? false);
+    this.#ours = false;
     if (mayBeOurs && this.#writer?.checkForeign()) this.#probes++;
     else this.#bumpAll();
   }
