@@ -24,7 +24,7 @@ const HELP = `npm run bench [-- options] [-- service flags]
   --pg URL           also run ${PG_SCENARIOS.map((s) => s.name).join(' and ')}: the service on PostgreSQL next to
                      pgbench (its ceiling), in a scratch database created next to URL's
   --seconds N        length of a measured round (default 5)
-  --rounds N         measured rounds per server, best kept (default 3)
+  --rounds N         measured rounds per server, best kept (default 5)
   --warmup N         seconds of load before measuring (default 2)
   --connections N    keep-alive connections (default 32)
   --loadgen NAME     wrk or autocannon (default: wrk when installed)
@@ -39,7 +39,7 @@ const { values: o, positionals: serviceFlags } = parseArgs({
   options: {
     scenarios: { type: 'string' },
     seconds: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '32' },
     loadgen: { type: 'string', default: wrkVersion ? 'wrk' : 'autocannon' },
@@ -70,7 +70,7 @@ const scenarios = picked
       );
     return s;
   });
-const [seconds = 5, rounds = 3, warmup = 2, connections = 32] = [o.seconds, o.rounds, o.warmup, o.connections].map(
+const [seconds = 5, rounds = 5, warmup = 2, connections = 32] = [o.seconds, o.rounds, o.warmup, o.connections].map(
   Number,
 );
 
