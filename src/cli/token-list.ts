@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.js';
 import { settingFlags, type Command } from './args.js';
+import { printJsonLines, printTable } from './rows.js';
 import { openCommandStore } from './store.js';
 
 export const tokenList: Command = {
@@ -25,17 +26,17 @@ export const tokenList: Command = {
       const tokens = await store.tokens.list();
       if (values.json) {
         // Real JSON types: scopes an array, a missing expiry or revocation null.
-        for (const t of tokens) {
-          const row = {
+        printJsonLines(
+          ctx.stdout,
+          tokens.map((t) => ({
             id: t.id,
             owner: t.owner,
             scopes: t.scopes,
             created: t.createdAt.toISOString(),
             expires: t.expiresAt?.toISOString() ?? null,
             revoked: t.revokedAt?.toISOString() ?? null,
-          };
-          ctx.stdout.write(JSON.stringify(row) + '\n');
-        }
+          })),
+        );
         return 0;
       }
       const rows = tokens.map((t) => ({
@@ -54,17 +55,7 @@ export const tokenList: Command = {
         expires: 'EXPIRES',
         revoked: 'REVOKED',
       };
-      const cols = Object.keys(header) as (keyof typeof header)[];
-      const width = Object.fromEntries(
-        cols.map((c) => [c, Math.max(header[c].length, ...rows.map((r) => r[c].length))]),
-      );
-      for (const r of [header, ...rows])
-        ctx.stdout.write(
-          cols
-            .map((c) => r[c].padEnd(width[c]!))
-            .join('  ')
-            .trimEnd() + '\n',
-        );
+      printTable(ctx.stdout, header, rows);
       return 0;
     } finally {
       await store.close();

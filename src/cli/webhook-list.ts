@@ -1,4 +1,5 @@
 import { loadConfig } from '../config.js';
+import { printJsonLines, printTable } from './rows.js';
 import { openCommandStore } from './store.js';
 import { settingFlags, type Command } from './args.js';
 
@@ -23,8 +24,9 @@ export const webhookList: Command = {
       const endpoints = await store.webhooks.list();
       if (values.json) {
         // Real JSON types, as token list --json has them.
-        for (const e of endpoints) {
-          const row = {
+        printJsonLines(
+          ctx.stdout,
+          endpoints.map((e) => ({
             id: e.id,
             owner: e.owner,
             url: e.url,
@@ -33,9 +35,8 @@ export const webhookList: Command = {
             created: e.createdAt.toISOString(),
             disabled: e.disabledAt?.toISOString() ?? null,
             disabledReason: e.disabledReason ?? null,
-          };
-          ctx.stdout.write(JSON.stringify(row) + '\n');
-        }
+          })),
+        );
         return 0;
       }
       const rows = endpoints.map((e) => ({
@@ -56,17 +57,7 @@ export const webhookList: Command = {
         created: 'CREATED',
         url: 'URL',
       };
-      const cols = Object.keys(header) as (keyof typeof header)[];
-      const width = Object.fromEntries(
-        cols.map((c) => [c, Math.max(header[c].length, ...rows.map((r) => r[c].length))]),
-      );
-      for (const r of [header, ...rows])
-        ctx.stdout.write(
-          cols
-            .map((c) => r[c].padEnd(width[c]!))
-            .join('  ')
-            .trimEnd() + '\n',
-        );
+      printTable(ctx.stdout, header, rows);
       return 0;
     } finally {
       await store.close();
