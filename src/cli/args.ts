@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
 import { SETTINGS, type SettingName } from '../config.js';
 
 export class UsageError extends Error {
@@ -29,6 +30,18 @@ export interface CliIo {
 export type CommandContext = CliIo;
 
 export type ArgValues = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+/** --owner: required, and a valid owner name. Checked before any store is opened, so a bad owner touches no database. */
+export function ownerFlag(values: ArgValues): string {
+  const owner = values.owner;
+  if (typeof owner !== 'string') throw new UsageError('--owner is required');
+  try {
+    assertValidOwner(owner);
+  } catch (error) {
+    throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
+  }
+  return owner;
+}
 
 export interface Command {
   name: string;

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config.js';
-import { InvalidOwnerError, assertValidOwner, issueToken, parseDuration } from '../auth/tokens.js';
+import { issueToken, parseDuration } from '../auth/tokens.js';
 import { SCOPES, type Scope } from '../store/store.js';
-import { UsageError, settingFlags, type Command } from './args.js';
+import { UsageError, ownerFlag, settingFlags, type Command } from './args.js';
 import { openCommandStore } from './store.js';
 
 export const tokenCreate: Command = {
@@ -16,14 +16,7 @@ export const tokenCreate: Command = {
     'expires-in': { type: 'string', help: 'lifetime such as 30d, 12h, 90m (default: never expires)' },
   },
   async run(ctx, values) {
-    const owner = values.owner;
-    if (typeof owner !== 'string') throw new UsageError('--owner is required');
-    // Checked before the store is opened, so a bad owner touches no database.
-    try {
-      assertValidOwner(owner);
-    } catch (error) {
-      throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
-    }
+    const owner = ownerFlag(values);
     const scopes = (values.scope as string[] | undefined) ?? [];
     for (const s of scopes) {
       if (!SCOPES.includes(s as Scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}, got "${s}"`);

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
 import { loadConfig, webhookKeyPath } from '../config.js';
 import { refusedAddresses } from '../outbox/address-guard.js';
 import { newSigningSecret, readOrCreateKeyFile } from '../outbox/secret-box.js';
 import { openCommandStore } from './store.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../store/store.js';
-import { UsageError, settingFlags, type Command } from './args.js';
+import { UsageError, ownerFlag, settingFlags, type Command } from './args.js';
 
 const MAX_URL_LENGTH = 2048;
 
@@ -50,13 +49,7 @@ export const webhookAdd: Command = {
     },
   },
   async run(ctx, values) {
-    const owner = values.owner;
-    if (typeof owner !== 'string') throw new UsageError('--owner is required');
-    try {
-      assertValidOwner(owner);
-    } catch (error) {
-      throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
-    }
+    const owner = ownerFlag(values);
     if (typeof values.url !== 'string') throw new UsageError('--url is required');
     const url = parseUrl(values.url);
     const events = parseEvents(typeof values.events === 'string' ? values.events : WEBHOOK_EVENT_TYPES.join(','));
