@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +13,7 @@ import { useApp } from './helpers/app.js';
 import { runCliInProcess as cli } from './helpers/cli.js';
 import { runCli as spawnCli, useProcessCleanup, type CliResult } from './helpers/server.js';
 import { PG_URL, describeEachStore, describeOnStore, withDatabase } from './helpers/stores.js';
+import { freePort } from './helpers/ports.js';
 
 const run = promisify(execFile);
 const LIMIT = { timeout: 30_000 };
@@ -88,15 +88,6 @@ describe('--db that is not what the operator meant', () => {
   });
 });
 
-/** A port nothing listens on (it was free a moment ago). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describeOnStore('postgres', 'PostgreSQL that cannot be used as given', () => {
   const pg = new URL(PG_URL);
 
@@ -117,7 +108,7 @@ describeOnStore('postgres', 'PostgreSQL that cannot be used as given', () => {
   });
 
   it('a port nothing listens on: connection refused, naming host and port', LIMIT, async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const r = await cli(['token', 'list', '--db', `postgres://postgres@127.0.0.1:${port}/postgres`]);
     assertOneLine(
       r,
@@ -144,7 +135,7 @@ async function passwordCluster(): Promise<{ url: (password: string) => string; s
   chmodSync(pwfile, 0o644);
   const as = (cmd: string, args: string[]) =>
     run('runuser', ['-u', 'postgres', '--', cmd, ...args], { timeout: 60_000 });
-  const port = await closedPort();
+  const port = await freePort();
   await as('initdb', ['-D', data, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '--no-sync']);
   await as('pg_ctl', [
     '-D',

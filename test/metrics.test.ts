@@ -23,6 +23,7 @@ import {
   useProcessCleanup,
   type ServerProcess,
 } from './helpers/server.js';
+import { freePort } from './helpers/ports.js';
 
 const promtool = await requirement('promtool (Debian package prometheus)', commandProbe('promtool'));
 const prometheusServer = await requirement('prometheus (Debian package prometheus)', commandProbe('prometheus'));
@@ -87,17 +88,6 @@ function rawStatus(port: number, head: string): Promise<number> {
     socket.on('error', reject);
     socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
     socket.setTimeout(5000, () => socket.destroy());
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
   });
 }
 

@@ -21,6 +21,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { freePort } from './helpers/ports.js';
 
 const REDIS_URL = process.env.PLANTS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -299,17 +300,6 @@ class PrivateRedis {
     child.kill('SIGKILL');
     await exited;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 needs(redisServer, () =>

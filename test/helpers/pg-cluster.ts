@@ -4,10 +4,10 @@
 // postgres system user.
 import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './ports.js';
 
 const run = promisify(execFile);
 const BIN = ['/usr/lib/postgresql/15/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/17/bin'].find((d) =>
@@ -19,14 +19,6 @@ export function privateClusterProblem(): string | undefined {
   if (!BIN) return 'no initdb under /usr/lib/postgresql/*/bin (Debian package postgresql)';
   if (process.getuid?.() === 0 && !existsSync('/usr/sbin/runuser')) return 'running as root without runuser';
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 export class PrivateCluster {

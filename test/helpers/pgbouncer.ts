@@ -8,6 +8,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { freePort } from './ports.js';
 
 const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'];
 
@@ -32,14 +33,6 @@ function postgresUser(): { uid: number; gid: number } | undefined {
     .find((l) => l.startsWith('postgres:'));
   const [, , uid, gid] = line?.split(':') ?? [];
   return uid && gid ? { uid: Number(uid), gid: Number(gid) } : undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 function accepts(port: number): Promise<boolean> {
