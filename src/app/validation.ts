@@ -8,46 +8,39 @@ import { isInt64Schema, parseInt64Text } from '../schemas/int64.js';
 // exact int64 ids need. Messages come from each schema's x-error-message, so
 // a field's message is declared next to the field.
 
-// Written as JSON writes an integer: no sign but '-', no leading zeros (so
-// /plants/0900 and ?limit=01 are 400, as "id": 0900 is), and short enough to
-// be an int64 before BigInt sees it.
-const INTEGER_TEXT = /^-?(0|[1-9]\d{0,19})$/;
-
 type Part = 'body' | 'querystring' | 'params' | 'headers';
 
-/** Query strings and path parameters arrive as text: turn integer-looking text into numbers where the schema asks for one. */
-function coerce(schema: TSchema, input: unknown): unknown {
-  if (typeof input !== 'object' || input === null || !schema.properties) return input;
-  const out: Record<string, unknown> = { ...(input as Record<string, unknown>) };
-  for (const [key, prop] of Object.entries(schema.properties as Record<string, TSchema>)) {
-    const v = out[key];
-    if (typeof v !== 'string') continue;
-    if (isInt64Schema(prop)) out[key] = parseInt64Text(v) ?? v;
-    else if (prop.type === 'integer' && INTEGER_TEXT.test(v)) out[key] = Number(v);
-  }
-  return out;
-}
-
 /**
- * A body's int64 properties may be JSON strings of decimal digits (clients
+ * Turns decimal text into the numbers the schema asks for, with the keys
+ * found once, when compiling. Query strings and path parameters arrive as
+ * text, so there integer properties become numbers and int64 ones bigint.
+ * In a body, int64 properties may be JSON strings of decimal digits (clients
  * whose numbers are doubles send them so): they become bigint, to be checked
- * exactly like an integer literal. The keys are found once, when compiling.
+ * exactly like an integer literal. Text is taken only as JSON writes an
+ * integer: no sign but '-', no leading zeros (so /plants/0900 and ?limit=01
+ * are 400, as "id": 0900 is), and short enough to be an int64.
  */
-function int64TextConverter(schema: TSchema): ((input: unknown) => unknown) | undefined {
-  const keys = Object.entries((schema.properties ?? {}) as Record<string, TSchema>)
-    .filter(([, prop]) => isInt64Schema(prop))
-    .map(([key]) => key);
+function textConverter(schema: TSchema, part: Part): ((input: unknown) => unknown) | undefined {
+  if (part === 'headers') return undefined;
+  const props = Object.entries((schema.properties ?? {}) as Record<string, TSchema>);
+  // [key, whether it becomes a number rather than a bigint]
+  const keys: [string, boolean][] = [];
+  for (const [key, prop] of props) {
+    if (isInt64Schema(prop)) keys.push([key, false]);
+    else if (prop.type === 'integer' && part !== 'body') keys.push([key, true]);
+  }
   if (keys.length === 0) return undefined;
   return (input) => {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
-    let out = input as Record<string, unknown>;
-    for (const key of keys) {
-      const v = out[key];
-      if (typeof v !== 'string' || !Object.hasOwn(out, key)) continue;
+    const source = input as Record<string, unknown>;
+    let out: Record<string, unknown> | undefined;
+    for (const [key, asNumber] of keys) {
+      const v = source[key];
+      if (typeof v !== 'string' || !Object.hasOwn(source, key)) continue;
       const n = parseInt64Text(v);
-      if (n !== undefined) out = { ...out, [key]: n };
+      if (n !== undefined) (out ??= { ...source })[key] = asNumber ? Number(n) : n;
     }
-    return out;
+    return out ?? input;
   };
 }
 
@@ -77,12 +70,7 @@ export class RequestValidationError extends Error {
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = TypeCompiler.Compile(schema);
   const part = (httpPart ?? 'body') as Part;
-  const convert =
-    part === 'querystring' || part === 'params'
-      ? (input: unknown) => coerce(schema, input)
-      : part === 'body'
-        ? int64TextConverter(schema)
-        : undefined;
+  const convert = textConverter(schema, part);
   return (input: unknown) => {
     const value = convert ? convert(input) : input;
     if (check.Check(value)) return { value };
