@@ -5,6 +5,8 @@ import type { ChangeVersion } from '../store.js';
 export interface WriterProbe {
   /** A batch has been sent and not yet answered. */
   readonly busy: boolean;
+  /** A checkForeign() question has not been answered yet. */
+  readonly awaitingForeign: boolean;
   /**
    * Asks the writer thread whether another connection committed; the answer
    * comes through ChangeEpoch.probed. False when no answer can come.
@@ -53,8 +55,6 @@ export class ChangeEpoch {
   #dataVersion: unknown;
   #fresh = false;
   #writer: WriterProbe | undefined;
-  #probes = 0;
-  #answers = 0;
   /** The writer thread committed since data_version was last read: its next change may be ours. */
   #ours = false;
   /** A version was asked for since the last commit: list pages are being served. */
@@ -103,14 +103,13 @@ export class ChangeEpoch {
   /** The writer thread's answer to a probe. */
   probed(foreign: boolean): void {
     if (foreign) this.#bumpAll();
-    this.#answers++;
   }
 
   /** The owner's current version (read it at once, it changes in place), or undefined while the store cannot tell. */
   current(owner: string): ChangeVersion | undefined {
     this.#wanted = true;
     if (!this.#fresh) this.#check();
-    if (this.#answers < this.#probes) return undefined;
+    if (this.#writer?.awaitingForeign) return undefined;
     return this.#owners.get(owner) ?? this.#all;
   }
 
@@ -124,8 +123,7 @@ export class ChangeEpoch {
     this.#dataVersion = version;
     const mayBeOurs = this.#ours || (this.#writer?.busy ?? false);
     this.#ours = false;
-    if (mayBeOurs && this.#writer?.checkForeign()) this.#probes++;
-    else this.#bumpAll();
+    if (!(mayBeOurs && this.#writer?.checkForeign())) this.#bumpAll();
   }
 
   #bumpAll(): void {

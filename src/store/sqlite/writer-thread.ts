@@ -1,7 +1,7 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
-import type { ChangeEpoch, WriterProbe } from './change-epoch.js';
+import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
 import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
 import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
@@ -87,6 +87,10 @@ export class WriterThread implements WriterProbe {
 
   get busy(): boolean {
     return this.#inFlight !== undefined;
+  }
+
+  get awaitingForeign(): boolean {
+    return this.#foreignAsked > 0;
   }
 
   checkForeign(): boolean {
@@ -239,12 +243,16 @@ export class WriterThread implements WriterProbe {
     }
     if (outcomes.some((o) => o.ok)) this.#failing = undefined;
     // Before anyone is answered, so no list served after an answer predates its write.
+    // Only writes that changed a plant: a replayed or conflicting create, or
+    // a delete that found nothing, leaves the owner's pages as they were.
     this.changes.committed(
-      batch.flatMap((p, i) =>
-        outcomes[i]?.ok && (p.op.kind === 'create' || p.op.kind === 'delete')
-          ? [{ owner: p.op.owner, appended: p.op.kind === 'create' }]
-          : [],
-      ),
+      batch.flatMap((p, i): WrittenOwner[] => {
+        const o = outcomes[i];
+        if (!o?.ok) return [];
+        if (p.op.kind === 'create' && o.value === 'created') return [{ owner: p.op.owner, appended: true }];
+        if (p.op.kind === 'delete' && o.value === true) return [{ owner: p.op.owner, appended: false }];
+        return [];
+      }),
       foreign,
     );
     outcomes.forEach((o, i) => {
