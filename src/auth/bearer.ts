@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHo
 import { errors } from '../http/errors.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { JwtRejection, type JwtVerifier } from './jwt.js';
-import { TOKEN_PREFIX, looksLikeToken } from './tokens.js';
+import { TOKEN_PREFIX, looksLikeToken, unusableReason } from './tokens.js';
 import { NOT_CACHED, type TokenCache } from './token-cache.js';
 
 export interface Principal {
@@ -40,8 +40,8 @@ export type Authenticate = (scope: Scope) => onRequestHookHandler;
 export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
   const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
     if (!record) return errors.invalidToken('unknown token');
-    if (record.revokedAt) return errors.invalidToken('token revoked');
-    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return errors.invalidToken('token expired');
+    const unusable = unusableReason(record);
+    if (unusable) return errors.invalidToken(unusable);
     if (!record.scopes.includes(scope)) return errors.insufficientScope(scope);
     request.principal = { tokenId: record.id, owner: record.owner, scopes: record.scopes };
     return undefined;

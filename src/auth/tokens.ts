@@ -13,6 +13,13 @@ export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
+/** Why a stored token can no longer be used, or undefined while it can. */
+export function unusableReason(record: TokenRecord, now = Date.now()): 'token revoked' | 'token expired' | undefined {
+  if (record.revokedAt) return 'token revoked';
+  if (record.expiresAt && record.expiresAt.getTime() <= now) return 'token expired';
+  return undefined;
+}
+
 export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPE.test(value);
 }

@@ -1,4 +1,4 @@
-import { issueFirstToken } from '../auth/tokens.js';
+import { issueFirstToken, unusableReason } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
 import type { CommandContext } from './args.js';
@@ -12,7 +12,7 @@ export async function bootstrapToken(store: Store): Promise<string | undefined> 
 /** Tokens that are neither revoked nor expired. */
 export async function usableTokenCount(store: Store, now = Date.now()): Promise<number> {
   const tokens = await store.tokens.list();
-  return tokens.filter((t) => !t.revokedAt && !(t.expiresAt && t.expiresAt.getTime() <= now)).length;
+  return tokens.filter((t) => unusableReason(t, now) === undefined).length;
 }
 
 /**
