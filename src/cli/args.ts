@@ -49,6 +49,8 @@ export interface Command {
   usage: string;
   /** Settings from config.ts this command accepts as flags. */
   settings: SettingName[];
+  /** Takes positional arguments (ids); any other command refuses them. */
+  positionals?: true;
   /** Flags of its own: name → [type, help, default shown in help]. */
   flags?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }>;
   run(ctx: CommandContext, values: ArgValues, positionals: string[]): Promise<number>;

@@ -71,7 +71,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stdout.write(helpText(command));
       return 0;
     }
-    if (positionals.length > 0 && command.name !== 'token revoke' && command.name !== 'webhook remove') {
+    if (positionals.length > 0 && !command.positionals) {
       throw new UsageError(
         `unexpected argument "${positionals[0]}"\nRun "plant-store ${command.name} --help" for usage.`,
       );

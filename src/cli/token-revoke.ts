@@ -5,6 +5,7 @@ import { openCommandStore } from './store.js';
 
 export const tokenRevoke: Command = {
   name: 'token revoke',
+  positionals: true,
   usage: 'token revoke TOKEN_OR_ID [--db PATH_OR_URL]',
   summary:
     'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
