@@ -40,8 +40,11 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
   const app = await buildApp(config, { store });
   const where = storeLocation(config.db);
-  app.log.info({ store: where }, `store: ${describeLocation(where)}`);
-  if (!token && !cluster.isWorker) logTokenHint(app.log, await usableTokenCount(store), where);
+  // With --workers the primary has said both already.
+  if (!cluster.isWorker) {
+    app.log.info({ store: where }, `store: ${describeLocation(where)}`);
+    if (!token) logTokenHint(app.log, await usableTokenCount(store), where);
+  }
   // Webhook events go out from this loop, never from a request's handling.
   const deliveries = new DeliveryLoop({
     outbox: store.outbox,
