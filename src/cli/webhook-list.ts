@@ -16,9 +16,11 @@ export const webhookList: Command = {
     },
   },
   async run(ctx, values) {
-    // mustExist: a mistyped --db is an error, not a new empty store.
+    // mustExist: a mistyped --db is an error, not a new empty store;
+    // existingSchema: a database that is not ours gets no tables.
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
+      existingSchema: true,
     });
     try {
       const endpoints = await store.webhooks.list();
