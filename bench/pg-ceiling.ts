@@ -13,6 +13,7 @@ import type { NewPlantRecord } from '../src/store/store.js';
 import { runLoad } from './load.js';
 import { LOAD_CPU, SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
 import { ownerName, plantBody, type Workload } from './scenarios.js';
+import { best, int, met, x } from './report.js';
 
 export interface PgScenario {
   name: string;
@@ -177,11 +178,6 @@ function pgbench(
   );
 }
 
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
-// Rounded down, so a ratio just under a target never prints as the target.
-const x = (n: number) => `${(Math.floor(n * 100) / 100).toFixed(2)}×`;
-const met = (ok: boolean) => (ok ? 'met' : '**missed**');
-
 /** Runs the scenarios and returns the report's PostgreSQL section (Markdown). */
 export async function runPgCeiling(o: PgCeilingOptions): Promise<string> {
   const database = `plant_bench_${process.pid}_${Date.now()}`;
@@ -256,7 +252,6 @@ export async function runPgCeiling(o: PgCeilingOptions): Promise<string> {
           );
         }
       }
-      const best = (rs: Side[]) => rs.reduce((a, b) => (b.rps > a.rps ? b : a));
       const [svc, ceil] = [best(measured.service), best(measured.pgbench)];
       const ratio = svc.rps / ceil.rps;
       rows.push(

@@ -29,12 +29,14 @@ interface RunInfo {
 }
 
 // Rounded down, so a ratio just under a target never prints as the target.
-const x = (n: number) => `${(Math.floor(n * 100) / 100).toFixed(2)}×`;
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
+export const x = (n: number) => `${(Math.floor(n * 100) / 100).toFixed(2)}×`;
+export const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => `${n.toFixed(2)} ms`;
 const us = (r: Round) => Math.round((r.serverCpuSeconds * 1e6) / r.requests);
 const genPct = (r: Round) => Math.round((100 * r.cpuSeconds) / r.seconds);
-const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+export const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+/** The round with the most requests per second. */
+export const best = <R extends { rps: number }>(rounds: R[]): R => rounds.reduce((a, b) => (b.rps > a.rps ? b : a));
 
 /** Whether this scenario's numbers could be the load generator's limit rather than the servers'. */
 function generatorCheck(o: Outcome): string {

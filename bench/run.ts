@@ -10,7 +10,7 @@ import { startIssuer } from './jwt.js';
 import { runLoad, wrkVersion, type LoadSpec } from './load.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
-import { report, type Outcome, type Round } from './report.js';
+import { best, report, type Outcome, type Round } from './report.js';
 import { PG_SCENARIOS, runPgCeiling } from './pg-ceiling.js';
 import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
 
@@ -199,7 +199,6 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         );
       }
     }
-    const best = (rs: Round[]) => rs.reduce((a, b) => (b.rps > a.rps ? b : a));
     return {
       scenario: s,
       baseline: best(measured.baseline),
