@@ -88,9 +88,13 @@ export class JwtVerifier {
     return this.keys.status();
   }
 
+  /** The cache key of a token: pass it to cached() and verify() to hash each token once. */
+  keyOf(token: string): string {
+    return cacheKey(token);
+  }
+
   /** The principal of a token verified before and not yet expired; undefined otherwise. Synchronous. */
-  cached(token: string): JwtPrincipal | undefined {
-    const key = cacheKey(token);
+  cached(token: string, key: string = cacheKey(token)): JwtPrincipal | undefined {
     const hit = this.#verified.get(key);
     if (hit === undefined) return undefined;
     if (hit.until > Date.now()) return hit.principal;
@@ -98,8 +102,8 @@ export class JwtVerifier {
     return undefined;
   }
 
-  /** Verifies signature, algorithm and claims; throws JwtRejection. */
-  async verify(token: string): Promise<JwtPrincipal> {
+  /** Verifies signature, algorithm and claims; throws JwtRejection. `key` is keyOf(token), when already known. */
+  async verify(token: string, key?: string): Promise<JwtPrincipal> {
     if (token.length > MAX_TOKEN_LENGTH) throw new JwtRejection('token too long');
     let payload: JWTPayload;
     try {
@@ -108,7 +112,7 @@ export class JwtVerifier {
       throw rejection(error);
     }
     const principal = this.#principal(payload);
-    this.#remember(token, principal, payload.exp! * 1000 + CLOCK_TOLERANCE_S * 1000);
+    this.#remember(key ?? cacheKey(token), principal, payload.exp! * 1000 + CLOCK_TOLERANCE_S * 1000);
     return principal;
   }
 
@@ -146,7 +150,7 @@ export class JwtVerifier {
     };
   }
 
-  #remember(token: string, principal: JwtPrincipal, until: number): void {
+  #remember(tokenKey: string, principal: JwtPrincipal, until: number): void {
     if (until <= Date.now()) return;
     if (this.#verified.size >= this.#maxCached) {
       // A sweep walks the whole map: at most once a second.
@@ -158,7 +162,7 @@ export class JwtVerifier {
       // Still full: drop the oldest entry (a Map iterates in insertion order).
       if (this.#verified.size >= this.#maxCached) this.#verified.delete(this.#verified.keys().next().value!);
     }
-    this.#verified.set(cacheKey(token), { principal, until });
+    this.#verified.set(tokenKey, { principal, until });
   }
 }
 
