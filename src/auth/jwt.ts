@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type KeyInput } from 'jose';
-import type { Config } from '../config.js';
+import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
 import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from './jwks.js';
 import { OWNER_SHAPE } from './tokens.js';
@@ -61,7 +61,8 @@ export class JwtVerifier {
     log: FastifyBaseLogger,
     options: JwtOptions = {},
   ) {
-    const source = config.jwksUrl !== undefined ? { jwksUrl: config.jwksUrl } : { oidcIssuer: config.oidcIssuer! };
+    const source = jwtKeySource(config);
+    if (source === undefined) throw new Error('JwtVerifier needs a JWKS URL or an OIDC issuer');
     this.keys = new JwksKeys(source, log, { cooldownMs: config.jwksCooldownMs, ...options.timing });
     this.keys.onKeysRemoved = () => this.#verified.clear();
     this.#options = {
