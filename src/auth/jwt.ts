@@ -3,15 +3,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type KeyInput } from 'jose';
 import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
+import type { Principal } from './bearer.js';
 import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from './jwks.js';
 import { OWNER_SHAPE } from './tokens.js';
-
-/** Who a verified JWT speaks for: the same shape as an opaque token's. */
-export interface JwtPrincipal {
-  tokenId: string;
-  owner: string;
-  scopes: readonly Scope[];
-}
 
 /** Asymmetric algorithms only: with an HMAC algorithm anyone holding the public key could sign. */
 export const JWT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
@@ -33,7 +27,7 @@ export class JwtRejection extends Error {
 }
 
 interface Verified {
-  principal: JwtPrincipal;
+  principal: Principal;
   /** Date.now() past which the token is no longer accepted (exp plus the clock tolerance). */
   until: number;
 }
@@ -95,7 +89,7 @@ export class JwtVerifier {
   }
 
   /** The principal of a token verified before and not yet expired; undefined otherwise. Synchronous. */
-  cached(token: string, key: string = cacheKey(token)): JwtPrincipal | undefined {
+  cached(token: string, key: string = cacheKey(token)): Principal | undefined {
     const hit = this.#verified.get(key);
     if (hit === undefined) return undefined;
     if (hit.until > Date.now()) return hit.principal;
@@ -104,7 +98,7 @@ export class JwtVerifier {
   }
 
   /** Verifies signature, algorithm and claims; throws JwtRejection. `key` is keyOf(token), when already known. */
-  async verify(token: string, key?: string): Promise<JwtPrincipal> {
+  async verify(token: string, key?: string): Promise<Principal> {
     if (token.length > MAX_TOKEN_LENGTH) throw new JwtRejection('token too long');
     let payload: JWTPayload;
     try {
@@ -135,7 +129,7 @@ export class JwtVerifier {
     }
   }
 
-  #principal(payload: JWTPayload): JwtPrincipal {
+  #principal(payload: JWTPayload): Principal {
     const owner = payload[this.#ownerClaim];
     if (owner === undefined) throw new JwtRejection(`token has no ${this.#ownerClaim} claim to name its owner`);
     if (typeof owner !== 'string' || !OWNER_SHAPE.test(owner)) {
@@ -151,7 +145,7 @@ export class JwtVerifier {
     };
   }
 
-  #remember(tokenKey: string, principal: JwtPrincipal, until: number): void {
+  #remember(tokenKey: string, principal: Principal, until: number): void {
     if (until <= Date.now()) return;
     if (this.#verified.size >= this.#maxCached) {
       // A sweep walks the whole map: at most once a second.
