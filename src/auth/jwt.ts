@@ -8,9 +8,9 @@ import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from '.
 import { OWNER_SHAPE } from './tokens.js';
 
 /** Asymmetric algorithms only: with an HMAC algorithm anyone holding the public key could sign. */
-export const JWT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
+const JWT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 
-export const CLOCK_TOLERANCE_S = 30;
+const CLOCK_TOLERANCE_S = 30;
 
 // Longer than any access token an issuer hands out; refused before any parsing.
 const MAX_TOKEN_LENGTH = 16 * 1024;
