@@ -394,8 +394,8 @@ function checkJwtSettings(config: Config, label: (key: string) => string): void 
       throw new ConfigError(`${label(key)} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
     }
   }
-  const source = config.jwksUrl !== undefined ? 'jwksUrl' : config.oidcIssuer !== undefined ? 'oidcIssuer' : undefined;
-  if (source === undefined) {
+  const keySource = jwtKeySource(config);
+  if (keySource === undefined) {
     const stray = (['jwtIssuer', 'jwtAudience'] as const).find((key) => config[key] !== undefined);
     if (stray) {
       throw new ConfigError(
@@ -406,6 +406,7 @@ function checkJwtSettings(config: Config, label: (key: string) => string): void 
   }
   const missing = (['jwtIssuer', 'jwtAudience'] as const).filter((key) => config[key] === undefined);
   if (missing.length > 0) {
+    const source = 'jwksUrl' in keySource ? 'jwksUrl' : 'oidcIssuer';
     throw new ConfigError(
       `${label(source)} turns on JWT access tokens, which also needs ${missing.map(named).join(' and ')}: ` +
         'tokens are accepted only from the issuer (iss) and for the audience (aud) you name',
@@ -428,9 +429,19 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/** Where the signing keys of bearer JWTs come from: a JWKS URL, or an OIDC issuer's discovery document. */
+export type JwtKeySource = { jwksUrl: string } | { oidcIssuer: string };
+
+/** The configured source of JWT signing keys; undefined when bearer JWTs are off. */
+export function jwtKeySource(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): JwtKeySource | undefined {
+  if (config.jwksUrl !== undefined) return { jwksUrl: config.jwksUrl };
+  if (config.oidcIssuer !== undefined) return { oidcIssuer: config.oidcIssuer };
+  return undefined;
+}
+
 /** Whether bearer JWTs are accepted (a JWKS URL or an OIDC issuer is configured). */
 export function jwtEnabled(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): boolean {
-  return config.jwksUrl !== undefined || config.oidcIssuer !== undefined;
+  return jwtKeySource(config) !== undefined;
 }
 
 export function isPostgresUrl(db: string): boolean {

@@ -18,7 +18,7 @@ export interface AdminOptions {
  * of their own, so that metrics are never reachable on the public port. It
  * logs no line per request: a scrape every few seconds would drown the log.
  */
-export async function buildAdminApp({ logger, metrics, ready }: AdminOptions): Promise<FastifyInstance> {
+async function buildAdminApp({ logger, metrics, ready }: AdminOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),

@@ -2,7 +2,7 @@ import type { Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
-import { errors } from '../http/errors.js';
+import { errorResponse, errors } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 
 export type ConnectionLimits = Pick<
@@ -109,13 +109,8 @@ function cut(res: ServerResponse, socket: Socket, timeoutMs: number): void {
     return;
   }
   const error = errors.unavailable(`the request did not complete within ${timeoutMs} ms`);
-  const body = JSON.stringify({ error: error.statusCode, message: error.message });
-  res.writeHead(error.statusCode, {
-    ...SECURITY_HEADERS,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    connection: 'close',
-  });
+  const { body, headers } = errorResponse(error);
+  res.writeHead(error.statusCode, { ...SECURITY_HEADERS, ...headers, connection: 'close' });
   // A client that does not read even this is cut at the next sweep.
   res.end(body);
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
-import { AppError, errors } from '../http/errors.js';
+import { AppError, errorResponse, errors } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
@@ -43,11 +43,8 @@ const hasUnreadBody = (request: FastifyRequest) =>
 export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   if (error.statusCode !== 404 && error.statusCode !== 405 && hasUnreadBody(reply.request))
     void reply.header('connection', 'close');
-  return reply
-    .code(error.statusCode)
-    .headers(error.headers)
-    .type('application/json; charset=utf-8')
-    .send({ error: error.statusCode, message: error.message });
+  const { body, headers } = errorResponse(error);
+  return reply.code(error.statusCode).headers(error.headers).type(headers['content-type']).send(body);
 }
 
 /**
@@ -103,14 +100,11 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     : error.code === 'HPE_HEADER_OVERFLOW'
       ? errors.headersTooLarge()
       : errors.badRequest('malformed HTTP request');
-  const body = JSON.stringify({ error: appError.statusCode, message: appError.message });
-  const headers = Object.entries({ ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8' })
+  const { body, headers } = errorResponse(appError);
+  const head = Object.entries({ ...SECURITY_HEADERS, ...headers, connection: 'close' })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
-  socket.end(
-    `HTTP/1.1 ${appError.statusCode} ${REASONS[appError.statusCode]}\r\n` +
-      `${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  socket.end(`HTTP/1.1 ${appError.statusCode} ${REASONS[appError.statusCode]}\r\n${head}\r\n${body}`);
   // A client that sends but does not read must not keep the socket open.
   socket.destroySoon();
 }

@@ -21,7 +21,7 @@ function parseNumber(text: string): bigint | number {
  * `"k1":1,"k2":1,…` took half a second of the event loop; counting stops at
  * the first value past the limit.
  */
-export const MAX_JSON_VALUES = 100;
+const MAX_JSON_VALUES = 100;
 
 const STRUCTURE = /["[{,:]/g;
 // No number, true, false or null a body may hold comes near this length; the

@@ -1,5 +1,5 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import { destination, pino } from 'pino';
+import { destination, levels, pino } from 'pino';
 import type { Config } from '../config.js';
 
 /**
@@ -50,9 +50,9 @@ export function requestLine(request: FastifyRequest, statusCode: number) {
   };
 }
 
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
-const logsAt = (config: Pick<Config, 'logLevel'>, level: string) =>
-  config.logLevel !== 'silent' && LEVELS.indexOf(level) >= LEVELS.indexOf(config.logLevel);
+// pino's own level numbers; 'silent' logs nothing.
+const logsAt = (config: Pick<Config, 'logLevel'>, level: 'info' | 'warn') =>
+  config.logLevel !== 'silent' && levels.values[level]! >= levels.values[config.logLevel]!;
 
 /** Whether every request gets an access line: --access-log, at level info or more verbose. */
 export function logsEveryRequest(config: Pick<Config, 'accessLog' | 'logLevel'>): boolean {

@@ -78,9 +78,10 @@ function checkJwt(
     request.principal = principal;
     return undefined;
   };
-  const cached = jwt.cached(token);
+  const key = jwt.keyOf(token);
+  const cached = jwt.cached(token, key);
   if (cached) return done(allow(cached));
-  jwt.verify(token).then(
+  jwt.verify(token, key).then(
     (principal) => done(allow(principal)),
     (error: unknown) => {
       if (!(error instanceof JwtRejection)) return done(error as Error);

@@ -180,7 +180,7 @@ export class JwksKeys {
 }
 
 /** OpenID Connect Discovery 1.0, section 4: the issuer's configuration names its jwks_uri. */
-export async function discoverJwksUrl(issuer: string, timeoutMs: number): Promise<URL> {
+async function discoverJwksUrl(issuer: string, timeoutMs: number): Promise<URL> {
   const where = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
   const response = await fetch(where, {
     redirect: 'manual',

@@ -1,22 +1,16 @@
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type KeyInput } from 'jose';
-import type { Config } from '../config.js';
+import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
+import type { Principal } from './bearer.js';
 import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from './jwks.js';
 import { OWNER_SHAPE } from './tokens.js';
 
-/** Who a verified JWT speaks for: the same shape as an opaque token's. */
-export interface JwtPrincipal {
-  tokenId: string;
-  owner: string;
-  scopes: readonly Scope[];
-}
-
 /** Asymmetric algorithms only: with an HMAC algorithm anyone holding the public key could sign. */
-export const JWT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
+const JWT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 
-export const CLOCK_TOLERANCE_S = 30;
+const CLOCK_TOLERANCE_S = 30;
 
 // Longer than any access token an issuer hands out; refused before any parsing.
 const MAX_TOKEN_LENGTH = 16 * 1024;
@@ -33,7 +27,7 @@ export class JwtRejection extends Error {
 }
 
 interface Verified {
-  principal: JwtPrincipal;
+  principal: Principal;
   /** Date.now() past which the token is no longer accepted (exp plus the clock tolerance). */
   until: number;
 }
@@ -61,7 +55,8 @@ export class JwtVerifier {
     log: FastifyBaseLogger,
     options: JwtOptions = {},
   ) {
-    const source = config.jwksUrl !== undefined ? { jwksUrl: config.jwksUrl } : { oidcIssuer: config.oidcIssuer! };
+    const source = jwtKeySource(config);
+    if (source === undefined) throw new Error('JwtVerifier needs a JWKS URL or an OIDC issuer');
     this.keys = new JwksKeys(source, log, { cooldownMs: config.jwksCooldownMs, ...options.timing });
     this.keys.onKeysRemoved = () => this.#verified.clear();
     this.#options = {
@@ -88,9 +83,13 @@ export class JwtVerifier {
     return this.keys.status();
   }
 
+  /** The cache key of a token: pass it to cached() and verify() to hash each token once. */
+  keyOf(token: string): string {
+    return cacheKey(token);
+  }
+
   /** The principal of a token verified before and not yet expired; undefined otherwise. Synchronous. */
-  cached(token: string): JwtPrincipal | undefined {
-    const key = cacheKey(token);
+  cached(token: string, key: string = cacheKey(token)): Principal | undefined {
     const hit = this.#verified.get(key);
     if (hit === undefined) return undefined;
     if (hit.until > Date.now()) return hit.principal;
@@ -98,8 +97,8 @@ export class JwtVerifier {
     return undefined;
   }
 
-  /** Verifies signature, algorithm and claims; throws JwtRejection. */
-  async verify(token: string): Promise<JwtPrincipal> {
+  /** Verifies signature, algorithm and claims; throws JwtRejection. `key` is keyOf(token), when already known. */
+  async verify(token: string, key?: string): Promise<Principal> {
     if (token.length > MAX_TOKEN_LENGTH) throw new JwtRejection('token too long');
     let payload: JWTPayload;
     try {
@@ -108,7 +107,7 @@ export class JwtVerifier {
       throw rejection(error);
     }
     const principal = this.#principal(payload);
-    this.#remember(token, principal, payload.exp! * 1000 + CLOCK_TOLERANCE_S * 1000);
+    this.#remember(key ?? cacheKey(token), principal, payload.exp! * 1000 + CLOCK_TOLERANCE_S * 1000);
     return principal;
   }
 
@@ -130,7 +129,7 @@ export class JwtVerifier {
     }
   }
 
-  #principal(payload: JWTPayload): JwtPrincipal {
+  #principal(payload: JWTPayload): Principal {
     const owner = payload[this.#ownerClaim];
     if (owner === undefined) throw new JwtRejection(`token has no ${this.#ownerClaim} claim to name its owner`);
     if (typeof owner !== 'string' || !OWNER_SHAPE.test(owner)) {
@@ -146,7 +145,7 @@ export class JwtVerifier {
     };
   }
 
-  #remember(token: string, principal: JwtPrincipal, until: number): void {
+  #remember(tokenKey: string, principal: Principal, until: number): void {
     if (until <= Date.now()) return;
     if (this.#verified.size >= this.#maxCached) {
       // A sweep walks the whole map: at most once a second.
@@ -158,7 +157,7 @@ export class JwtVerifier {
       // Still full: drop the oldest entry (a Map iterates in insertion order).
       if (this.#verified.size >= this.#maxCached) this.#verified.delete(this.#verified.keys().next().value!);
     }
-    this.#verified.set(cacheKey(token), { principal, until });
+    this.#verified.set(tokenKey, { principal, until });
   }
 }
 

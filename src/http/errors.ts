@@ -16,6 +16,21 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * What every error response carries, however it is sent: the body
+ * `{"error":<status>,"message":"..."}` and its Content-Type and Content-Length.
+ */
+export function errorResponse(error: AppError): {
+  body: string;
+  headers: { 'content-type': string; 'content-length': number };
+} {
+  const body = JSON.stringify({ error: error.statusCode, message: error.message });
+  return {
+    body,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) },
+  };
+}
+
 export type ErrorCode =
   | 'BAD_REQUEST'
   | 'MISSING_CREDENTIALS'
