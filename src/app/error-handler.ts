@@ -88,12 +88,13 @@ const REASONS: Readonly<Record<number, string>> = {
  * body did not arrive in time (--headers-timeout-ms, --request-timeout-ms):
  * 408, or, for a connection that never sent a byte, just closing it.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+/** Answers a request Node's HTTP parser refused; returns the status it answered with, or undefined when it only closed the socket. */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): number | undefined {
   const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   const answering = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
   if (!socket.writable || (timedOut && (socket.bytesRead === 0 || answering?.headersSent))) {
     socket.destroy();
-    return;
+    return undefined;
   }
   const appError = timedOut
     ? errors.requestTimeout()
@@ -107,4 +108,5 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   socket.end(`HTTP/1.1 ${appError.statusCode} ${REASONS[appError.statusCode]}\r\n${head}\r\n${body}`);
   // A client that sends but does not read must not keep the socket open.
   socket.destroySoon();
+  return appError.statusCode;
 }

@@ -79,13 +79,18 @@ export function recordingFrameworkErrors(handler: FrameworkErrors): FrameworkErr
   };
 }
 
-type ClientErrorHandler = (error: Error & { code?: string }, socket: Socket) => void;
+type ClientErrorHandler = (error: Error & { code?: string }, socket: Socket) => number | undefined;
 
-/** Requests Node's HTTP parser refuses never reach Fastify: count the ones that get an answer. */
+/**
+ * Requests Node's HTTP parser refuses never reach Fastify: count the ones
+ * answered as malformed, with the status the handler answered. A timeout
+ * (408) is not malformed, and a connection closed without an answer (idle,
+ * or gone) is not a request.
+ */
 export function countingClientErrors(handler: ClientErrorHandler): ClientErrorHandler {
   return (error, socket) => {
-    if (socket.writable)
-      httpMalformedRequests.inc({ status_code: error.code === 'HPE_HEADER_OVERFLOW' ? '431' : '400' });
-    handler(error, socket);
+    const status = handler(error, socket);
+    if (status !== undefined && status !== 408) httpMalformedRequests.inc({ status_code: String(status) });
+    return status;
   };
 }
