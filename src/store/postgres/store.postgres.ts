@@ -38,7 +38,7 @@ export class PostgresStore implements Store {
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
-    this.plants = new PostgresPlantStore(pool, pool.options.max);
+    this.plants = new PostgresPlantStore(pool);
     this.tokens = new PostgresTokenStore(pool);
     this.transfer = new PostgresTransfer(pool);
     this.webhooks = new PostgresWebhookStore(pool);
