@@ -1,12 +1,15 @@
-import { checkStoreConnections, migrateStore, openStore, type OpenOptions } from '../store/open-store.js';
+import {
+  checkStoreConnections,
+  migrateStore,
+  openStore,
+  type OpenOptions,
+  type StoreSettings,
+} from '../store/open-store.js';
 import type { MigrationReport } from '../store/migrate.js';
 import type { Store } from '../store/store.js';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError } from '../config.js';
 import { CliError, explainPostgresFailure } from './store-errors.js';
 import { storeLocation } from './store-location.js';
-
-type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
-  Partial<Pick<Config, 'pgPooler'>>;
 
 /** A failure to reach the store, said in one line when it is one of the usual mistakes. */
 function explained(error: unknown, db: string, mustExist: boolean): unknown {

@@ -2,7 +2,8 @@ import { storeConfig, type Config } from '../config.js';
 import type { MigrationReport } from './migrate.js';
 import type { Store } from './store.js';
 
-type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
+/** The settings that say which store to open and how to connect to it. */
+export type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
   Partial<Pick<Config, 'pgPooler'>>;
 
 export interface OpenOptions {

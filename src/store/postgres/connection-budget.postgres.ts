@@ -1,5 +1,5 @@
 import { ConfigError, type PostgresConfig } from '../../config.js';
-import { createPgPool, refusedStartupParameter, withClient } from './db-connect.postgres.js';
+import { createPgPool, startupError, withClient } from './db-connect.postgres.js';
 
 /** How many more connections the server accepts from roles that are not superusers, and why. */
 export interface ConnectionRoom {
@@ -31,7 +31,7 @@ export async function connectionRoom(config: PostgresConfig): Promise<Connection
     return { maxConnections: row.max, reserved: row.reserved, inUse: row.in_use };
   } catch (error) {
     // The first connection of a start: a pooler refusing our startup parameters shows here.
-    throw refusedStartupParameter(error) ?? error;
+    throw startupError(error);
   } finally {
     await pool.end();
   }

@@ -178,6 +178,18 @@ function toStoreError(error: unknown): unknown {
   return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
 }
 
+/**
+ * The error a start reports: a refused startup parameter as the setting that
+ * fixes it, an unreachable database as StoreUnavailableError (left as it is
+ * when already one), anything else unchanged.
+ */
+export function startupError(error: unknown): unknown {
+  const refused = refusedStartupParameter(error);
+  if (refused) return refused;
+  if (error instanceof StoreUnavailableError) return error;
+  return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+}
+
 // A server-reported error that does not end the session (constraint, syntax,
 // statement timeout) leaves the connection reusable; anything else may have broken it.
 function connectionSurvives(error: unknown): boolean {

@@ -54,7 +54,7 @@ const MAX_BATCH = 256;
  * while the next ones form; many would only split the waiting creates into
  * smaller statements.
  */
-export const WRITE_BATCHES_IN_FLIGHT = 4;
+const WRITE_BATCHES_IN_FLIGHT = 4;
 
 export function raceError(): StoreUnavailableError {
   return new StoreUnavailableError(
@@ -91,11 +91,10 @@ export class InsertBatcher {
   constructor(
     private readonly pool: pg.Pool,
     private readonly single: (owner: string, plant: NewPlantRecord) => Promise<CreateOutcome>,
-    batchesInFlight = WRITE_BATCHES_IN_FLIGHT,
   ) {
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
-      maxInFlight: batchesInFlight,
+      maxInFlight: Math.min(WRITE_BATCHES_IN_FLIGHT, pool.options.max),
     });
   }
 

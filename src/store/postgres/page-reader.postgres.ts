@@ -68,7 +68,7 @@ const MAX_BATCH = 64;
  * less per page than many small ones (measured: two beat one and five), and
  * leave the rest of the pool to writes and token lookups.
  */
-export const READ_BATCHES_IN_FLIGHT = 2;
+const READ_BATCHES_IN_FLIGHT = 2;
 // Rows one batch may return: small pages share a statement, a large page
 // (1000 rows by default) goes on its own instead of holding others back.
 const MAX_BATCH_ROWS = 1100;
@@ -77,13 +77,10 @@ const MAX_BATCH_ROWS = 1100;
 export class PageReader {
   readonly #batcher: Batcher<PendingPage>;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    batchesInFlight: number,
-  ) {
+  constructor(private readonly pool: pg.Pool) {
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
-      maxInFlight: batchesInFlight,
+      maxInFlight: Math.min(READ_BATCHES_IN_FLIGHT, pool.options.max),
       weight: (page) => page.limit + 1,
       maxWeight: MAX_BATCH_ROWS,
     });

@@ -3,8 +3,8 @@ import type { CreateOutcome, NewPlantRecord, PlantPage, PlantStore } from '../st
 import { PgCursorCodec } from './cursor.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { recordEvent } from './events.postgres.js';
-import { CREATE_ATTEMPTS, InsertBatcher, WRITE_BATCHES_IN_FLIGHT, raceError } from './insert-batcher.postgres.js';
-import { PageReader, READ_BATCHES_IN_FLIGHT } from './page-reader.postgres.js';
+import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
+import { PageReader } from './page-reader.postgres.js';
 
 /** What the create statement answers: inserted now, or the row already stored. */
 interface CreateRow {
@@ -57,16 +57,9 @@ export class PostgresPlantStore implements PlantStore {
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    poolSize: number,
-  ) {
-    this.#inserts = new InsertBatcher(
-      pool,
-      (owner, plant) => this.#createOne(owner, plant),
-      Math.min(WRITE_BATCHES_IN_FLIGHT, poolSize),
-    );
-    this.#pages = new PageReader(pool, Math.min(READ_BATCHES_IN_FLIGHT, poolSize));
+  constructor(private readonly pool: pg.Pool) {
+    this.#inserts = new InsertBatcher(pool, (owner, plant) => this.#createOne(owner, plant));
+    this.#pages = new PageReader(pool);
   }
 
   /** The cursor codec, its key read from the database once (again after a failure). */

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
-import { createPgPool, isUnavailableError, refusedStartupParameter, withClient } from './db-connect.postgres.js';
+import { createPgPool, startupError, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
@@ -22,7 +22,7 @@ export async function migratePostgres(config: PostgresConfig): Promise<Migration
   } catch (error) {
     // Start-up is where a pooler that refuses our startup parameters shows
     // first: fail with the setting that fixes it rather than "unavailable".
-    throw refusedStartupParameter(error) ?? (isUnavailableError(error) ? new StoreUnavailableError(error) : error);
+    throw startupError(error);
   } finally {
     await db.destroy();
   }
@@ -38,7 +38,7 @@ export class PostgresStore implements Store {
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
-    this.plants = new PostgresPlantStore(pool, pool.options.max);
+    this.plants = new PostgresPlantStore(pool);
     this.tokens = new PostgresTokenStore(pool);
     this.transfer = new PostgresTransfer(pool);
     this.webhooks = new PostgresWebhookStore(pool);
@@ -76,7 +76,7 @@ export async function requirePostgresSchema(config: PostgresConfig): Promise<voi
   try {
     await requireSchema(db, postgresMigrations, databaseName(config.url));
   } catch (error) {
-    throw refusedStartupParameter(error) ?? (isUnavailableError(error) ? new StoreUnavailableError(error) : error);
+    throw startupError(error);
   } finally {
     await db.destroy();
   }
@@ -96,7 +96,7 @@ export async function openPostgresStore(
     await store.ping();
   } catch (error) {
     await store.close();
-    throw refusedStartupParameter(error) ?? error;
+    throw startupError(error);
   }
   return store;
 }

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Scope, TokenRecord, TokenStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 
-interface TokenRow {
+export interface TokenRow {
   id: string;
   owner: string;
   scopes: string;
@@ -11,7 +11,7 @@ interface TokenRow {
   revoked_at: Date | null;
 }
 
-const toRecord = (row: TokenRow): TokenRecord => ({
+export const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,
   owner: row.owner,
   scopes: row.scopes.split(' ') as Scope[],

@@ -1,18 +1,9 @@
 import type pg from 'pg';
-import type { PlantDump, Scope, StoreTransfer, TokenDump } from '../store.js';
+import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
 import { withClient } from './db-connect.postgres.js';
+import { toRecord, type TokenRow } from './tokens-store.postgres.js';
 
 const BATCH = 1000;
-
-interface TokenRow {
-  id: string;
-  hash: Buffer;
-  owner: string;
-  scopes: string;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
 
 /** owner, created_at as UTC text with microseconds (a Date would drop them), id, name, tag. */
 type PlantRow = [owner: string, at: string, id: bigint, name: string, tag: string | null];
@@ -24,20 +15,12 @@ export class PostgresTransfer implements StoreTransfer {
 
   async *tokens(): AsyncIterable<TokenDump> {
     const { rows } = await withClient(this.pool, (c) =>
-      c.query<TokenRow>(
+      c.query<TokenRow & { hash: Buffer }>(
         'SELECT id, hash, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
       ),
     );
     for (const r of rows) {
-      yield {
-        id: r.id,
-        hash: r.hash,
-        owner: r.owner,
-        scopes: r.scopes.split(' ') as Scope[],
-        createdAt: r.created_at,
-        expiresAt: r.expires_at ?? undefined,
-        revokedAt: r.revoked_at ?? undefined,
-      };
+      yield { ...toRecord(r), hash: r.hash };
     }
   }
 

@@ -9,7 +9,7 @@ import type {
   WebhookEventType,
   WebhookStore,
 } from '../store.js';
-import { withClient } from './db-connect.postgres.js';
+import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 interface EndpointRow {
   id: string;
@@ -111,7 +111,7 @@ export class PostgresWebhookStore implements WebhookStore {
 
   async add(e: WebhookEndpointRecord, sealedSecret: Buffer): Promise<void> {
     const values = [e.id, e.owner, e.url, e.events.join(' '), sealedSecret, e.keyId, e.createdAt];
-    await withClient(this.pool, (client) => client.query({ ...INSERT, values }));
+    await writeWithClient(this.pool, (client) => client.query({ ...INSERT, values }));
   }
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
@@ -130,7 +130,7 @@ export class PostgresWebhookStore implements WebhookStore {
   }
 
   async remove(id: string): Promise<boolean> {
-    const { rowCount } = await withClient(this.pool, (client) => client.query({ ...REMOVE, values: [id] }));
+    const { rowCount } = await writeWithClient(this.pool, (client) => client.query({ ...REMOVE, values: [id] }));
     return rowCount === 1;
   }
 }
@@ -141,7 +141,7 @@ export class PostgresOutboxStore implements OutboxStore {
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
     const claim = randomBytes(12).toString('base64url');
     const values = [o.keyId, [...o.exclude], o.perEndpoint, o.limit, o.leaseMs, claim];
-    const { rows } = await withClient(this.pool, (client) => client.query<ClaimRow>({ ...CLAIM, values }));
+    const { rows } = await writeWithClient(this.pool, (client) => client.query<ClaimRow>({ ...CLAIM, values }));
     return rows
       .map((r) => ({
         ref: r.event_id,
@@ -168,12 +168,12 @@ export class PostgresOutboxStore implements OutboxStore {
         : s.kind === 'retry'
           ? { ...RETRY, values: [...key, Math.round(s.delayMs), s.error] }
           : { ...RELEASE, values: key };
-    const { rowCount } = await withClient(this.pool, (client) => client.query(query));
+    const { rowCount } = await writeWithClient(this.pool, (client) => client.query(query));
     return rowCount === 1;
   }
 
   async disableEndpoint(endpointId: string, reason: string): Promise<boolean> {
-    const { rows } = await withClient(this.pool, (client) =>
+    const { rows } = await writeWithClient(this.pool, (client) =>
       client.query<{ disabled: number }>({ ...DISABLE, values: [endpointId, reason] }),
     );
     return rows[0]?.disabled === 1;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError, type Scope, type TokenRecord, type TokenStore } from '../store.js';
 
-interface TokenRow {
+export interface TokenRow {
   id: string;
   owner: string;
   scopes: string;
@@ -10,7 +10,7 @@ interface TokenRow {
   revoked_at: number | null;
 }
 
-const toRecord = (row: TokenRow): TokenRecord => ({
+export const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,
   owner: row.owner,
   scopes: row.scopes.split(' ') as Scope[],

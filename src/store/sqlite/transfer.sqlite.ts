@@ -1,17 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { PlantDump, Scope, StoreTransfer, TokenDump } from '../store.js';
+import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
+import { toRecord, type TokenRow } from './tokens-store.sqlite.js';
 
 const BATCH = 1000;
-
-interface TokenRow {
-  id: string;
-  hash: Buffer;
-  owner: string;
-  scopes: string;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
 
 type PlantRow = [owner: string, seq: bigint, id: bigint, name: string, tag: string | null];
 
@@ -20,20 +11,12 @@ export class SqliteTransfer implements StoreTransfer {
 
   async *tokens(): AsyncIterable<TokenDump> {
     const rows = this.db
-      .prepare<[], TokenRow>(
+      .prepare<[], TokenRow & { hash: Buffer }>(
         'SELECT id, hash, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
       )
       .all();
     for (const r of rows) {
-      yield {
-        id: r.id,
-        hash: r.hash,
-        owner: r.owner,
-        scopes: r.scopes.split(' ') as Scope[],
-        createdAt: new Date(r.created_at),
-        expiresAt: r.expires_at === null ? undefined : new Date(r.expires_at),
-        revokedAt: r.revoked_at === null ? undefined : new Date(r.revoked_at),
-      };
+      yield { ...toRecord(r), hash: r.hash };
     }
   }
 
