@@ -142,6 +142,8 @@ describeEachStore('token tools on a database without the schema', (fx) => {
   for (const args of [
     ['token', 'list'],
     ['token', 'revoke', 'tok_0000000000000000'],
+    ['webhook', 'list'],
+    ['webhook', 'remove', 'wh_0000000000000000'],
   ]) {
     it(`${args.slice(0, 2).join(' ')} refuses it, naming it, and creates nothing`, async () => {
       const before = await tables();
