@@ -192,6 +192,19 @@ describe('list pages on SQLite', () => {
     assert.equal(p.reads(), 4);
   });
 
+  it('keeps even the last page across a replayed create and a delete of nothing', async () => {
+    await store.plants.create('steady', { id: 1n, name: 'only' });
+    await known('steady');
+    const p = pages(1 << 20);
+    const last = await p.page('steady', 10);
+    assert.equal(last.link, undefined);
+    assert.equal(await store.plants.create('steady', { id: 1n, name: 'only' }), 'replayed');
+    assert.equal(await store.plants.delete('steady', 99n), false);
+    await known('steady');
+    assert.deepEqual(await p.page('steady', 10), last);
+    assert.equal(p.reads(), 1, 'nothing changed, so nothing is read again');
+  });
+
   it('reads every time with cacheBytes 0', async () => {
     const p = pages(0);
     await p.page('off', 10);
