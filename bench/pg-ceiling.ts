@@ -55,6 +55,8 @@ export interface PgCeilingOptions {
   tool: 'wrk' | 'autocannon';
   dir: string;
   serviceMain: string;
+  /** Node flags for the service, e.g. --cpu-prof. */
+  nodeFlags: string[];
   serviceFlags: string[];
   env: NodeJS.ProcessEnv;
 }
@@ -199,7 +201,7 @@ export async function runPgCeiling(o: PgCeilingOptions): Promise<string> {
     service = start(
       SERVER_CPU,
       process.execPath,
-      [o.serviceMain, 'serve', '--db', url, '--port', String(port), ...o.serviceFlags],
+      [...o.nodeFlags, o.serviceMain, 'serve', '--db', url, '--port', String(port), ...o.serviceFlags],
       {
         log: join(o.dir, 'pg-service.log'),
         env: o.env,

@@ -136,7 +136,6 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     JSON.stringify({ owners: tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner })) }),
   );
   const log = join(dir, `${s.name}-service.log`);
-  const prof = o['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', o['cpu-prof']] : [];
   const [bPort, sPort] = [await freePort(), await freePort()];
   const servers = [
     {
@@ -220,6 +219,7 @@ console.log(
   `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
     `${tool}${pinning.on ? ', server on CPU 0 and load generator on CPU 1' : `, not pinned (${pinning.why})`}`,
 );
+const prof = o['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', o['cpu-prof']] : [];
 if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 const outcomes: Outcome[] = [];
 let pgSection = '';
@@ -231,6 +231,7 @@ try {
       scenarios: pgScenarios,
       ...{ seconds, rounds, warmup, connections, tool, dir, serviceFlags, env },
       serviceMain: SERVICE_MAIN,
+      nodeFlags: prof,
     });
   }
 } finally {
