@@ -1,8 +1,9 @@
 // The PostgreSQL store answers concurrent creates with one multi-row
 // statement and concurrent list pages with one read. Batching must never
 // show: each create keeps its own outcome and its own error, each page is
-// exactly what a lone read would return, and each created plant writes the
-// webhook events of its own owner only.
+// exactly what a lone read would return (a page asked for twice at once is
+// read once), and each created plant writes the webhook events of its own
+// owner only.
 import assert from 'node:assert/strict';
 import { before, it } from './helpers/requirements.js';
 import { query } from './helpers/pg.js';
@@ -120,6 +121,11 @@ describeEachStore(
       for (const [owner, limit, cursor] of asks) alone.push(await p.list(owner, limit, cursor));
       const together = await Promise.all(asks.map(([owner, limit, cursor]) => p.list(owner, limit, cursor)));
       assert.deepEqual(together, alone);
+      // Every page asked for three times at once, interleaved: the copies are
+      // read once and each request still gets its own page.
+      const thrice = [...asks, ...asks.slice().reverse(), ...asks];
+      const alike = await Promise.all(thrice.map(([owner, limit, cursor]) => p.list(owner, limit, cursor)));
+      assert.deepEqual(alike, [...alone, ...alone.slice().reverse(), ...alone]);
       assert.deepEqual(
         alone[0]!.plants,
         [{ name: 'pages-a-0' }],

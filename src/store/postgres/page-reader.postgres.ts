@@ -5,7 +5,8 @@ import type { Position } from './cursor.postgres.js';
 import { withClient } from './db-connect.postgres.js';
 
 export interface Page {
-  plants: PlantRecord[];
+  /** Shared by every request that asked for the same page in one batch: read only. */
+  readonly plants: PlantRecord[];
   /** The position of the last plant, when more follow it. */
   next?: Position;
 }
@@ -92,32 +93,46 @@ export class PageReader {
   }
 
   async #run(batch: PendingPage[]): Promise<void> {
-    const n = batch.length;
-    const owners: string[] = new Array(n);
-    const ats: (string | null)[] = new Array(n);
-    const ids: (string | null)[] = new Array(n);
-    const limits: number[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const { owner, limit, after } = batch[i]!;
-      owners[i] = owner;
-      ats[i] = after ? after.at.toString() : null;
-      ids[i] = after ? after.id.toString() : null;
-      limits[i] = limit + 1;
+    // Pages asked for twice in one batch (the same owner, position and
+    // limit) are read once: the batch is one statement and one snapshot, so
+    // both requests would get the same plants anyway.
+    const slots = new Map<string, number>();
+    const waiting: PendingPage[][] = [];
+    const owners: string[] = [];
+    const ats: (string | null)[] = [];
+    const ids: (string | null)[] = [];
+    const limits: number[] = [];
+    for (const page of batch) {
+      const { owner, limit, after } = page;
+      // Three fields without spaces, then the owner: no two pages share a key.
+      const key = after ? `${limit} ${after.at} ${after.id} ${owner}` : `${limit} - - ${owner}`;
+      const slot = slots.get(key);
+      if (slot !== undefined) {
+        waiting[slot]!.push(page);
+        continue;
+      }
+      slots.set(key, waiting.length);
+      waiting.push([page]);
+      owners.push(owner);
+      ats.push(after ? after.at.toString() : null);
+      ids.push(after ? after.id.toString() : null);
+      limits.push(limit + 1);
     }
     try {
       const { rows } = await withClient(this.pool, (client) =>
         client.query<BatchRow>({ ...READ_BATCH, values: [owners, ats, ids, limits] }),
       );
       for (const [n, json, at, id] of rows) {
-        const { limit, resolve } = batch[Number(n) - 1]!;
+        const pages = waiting[Number(n) - 1]!;
+        const { limit } = pages[0]!;
         // One more than asked for was read: it says that another page follows.
         const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
-        if (plants.length <= limit) {
-          resolve({ plants });
-        } else {
+        let page: Page = { plants };
+        if (plants.length > limit) {
           plants.length = limit;
-          resolve({ plants, next: { at: BigInt(at!), id: BigInt(id!) } });
+          page = { plants, next: { at: BigInt(at!), id: BigInt(id!) } };
         }
+        for (const { resolve } of pages) resolve(page);
       }
     } catch (error) {
       // Settles every page still waiting (settling one twice does nothing).

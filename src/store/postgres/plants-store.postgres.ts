@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { CreateOutcome, NewPlantRecord, PlantPage, PlantStore } from '../store.js';
-import { PgCursorCodec } from './cursor.postgres.js';
+import { PgCursorCodec, type Position } from './cursor.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
@@ -56,6 +56,7 @@ export class PostgresPlantStore implements PlantStore {
   #codec: Promise<PgCursorCodec> | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
+  readonly #encoded = new WeakMap<Position, string>();
 
   constructor(private readonly pool: pg.Pool) {
     this.#inserts = new InsertBatcher(pool, (owner, plant) => this.#createOne(owner, plant));
@@ -113,7 +114,13 @@ export class PostgresPlantStore implements PlantStore {
     const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
     const { plants, next } = await this.#pages.read(owner, limit, after);
     if (next === undefined) return { plants };
-    return { plants, next: (await this.#cursors()).encode(owner, next) };
+    // Requests that shared a read share its position too: encode it once.
+    let encoded = this.#encoded.get(next);
+    if (encoded === undefined) {
+      encoded = (await this.#cursors()).encode(owner, next);
+      this.#encoded.set(next, encoded);
+    }
+    return { plants, next: encoded };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
