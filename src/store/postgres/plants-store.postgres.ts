@@ -54,6 +54,8 @@ const CURSOR_KEY = {
 
 export class PostgresPlantStore implements PlantStore {
   #codec: Promise<PgCursorCodec> | undefined;
+  /** The codec once loaded, for use without waiting a turn. */
+  #codecLoaded: PgCursorCodec | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
   readonly #encoded = new WeakMap<Position, string>();
@@ -69,7 +71,8 @@ export class PostgresPlantStore implements PlantStore {
       const loading = withClient(this.pool, (client) => client.query<{ value: Buffer }>(CURSOR_KEY)).then(
         ({ rows }) => {
           if (rows[0] === undefined) throw new Error('the secrets table has no cursor_key: run plant-store migrate');
-          return new PgCursorCodec(rows[0].value);
+          this.#codecLoaded = new PgCursorCodec(rows[0].value);
+          return this.#codecLoaded;
         },
       );
       this.#codec = loading;
@@ -111,13 +114,15 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
+    const after =
+      cursor === undefined ? undefined : (this.#codecLoaded ?? (await this.#cursors())).decode(owner, cursor);
     const { plants, next } = await this.#pages.read(owner, limit, after);
     if (next === undefined) return { plants };
     // Requests that shared a read share its position too: encode it once.
     let encoded = this.#encoded.get(next);
     if (encoded === undefined) {
-      encoded = (await this.#cursors()).encode(owner, next);
+      const codec = this.#codecLoaded ?? (await this.#cursors());
+      encoded = this.#encoded.get(next) ?? codec.encode(owner, next);
       this.#encoded.set(next, encoded);
     }
     return { plants, next: encoded };
