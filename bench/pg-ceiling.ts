@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { issueToken } from '../src/auth/tokens.js';
 import { openStore } from '../src/store/open-store.js';
-import type { NewPlantRecord } from '../src/store/store.js';
 import { runLoad } from './load.js';
+import { plants } from './preload.js';
 import { LOAD_CPU, SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
-import { ownerName, plantBody, type Workload } from './scenarios.js';
+import { ownerName, type Workload } from './scenarios.js';
 import { best, int, met, x } from './report.js';
 
 export interface PgScenario {
@@ -81,13 +81,6 @@ async function admin(url: string, text: string): Promise<void> {
     await c.query(text);
   } finally {
     await c.end();
-  }
-}
-
-function* plants(n: number): Generator<NewPlantRecord> {
-  for (let id = 1; id <= n; id++) {
-    const { name, tag } = plantBody(id);
-    yield { id: BigInt(id), name, tag };
   }
 }
 
@@ -191,7 +184,7 @@ export async function runPgCeiling(o: PgCeilingOptions): Promise<string> {
   try {
     const store = await openStore({ db: url, durability: 'full', pgPoolSize: 2, pgStatementTimeoutMs: 0 });
     const { token } = await issueToken(store.tokens, { owner: ownerName(0) });
-    await store.plants.insertMany(ownerName(0), plants(ROWS));
+    await store.plants.insertMany(ownerName(0), plants(1, ROWS));
     await store.close();
     await admin(url, 'VACUUM ANALYZE plants');
     await sampler.connect();

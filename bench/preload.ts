@@ -7,7 +7,8 @@ import { ownerName, plantBody } from './scenarios.js';
 
 const BATCH = 100_000;
 
-function* plants(from: number, to: number): Generator<NewPlantRecord> {
+/** Plants from..to as both servers store them (plantBody). */
+export function* plants(from: number, to: number): Generator<NewPlantRecord> {
   for (let id = from; id <= to; id++) {
     const { name, tag } = plantBody(id);
     yield { id: BigInt(id), name, tag };
