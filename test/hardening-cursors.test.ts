@@ -106,7 +106,7 @@ describeEachStore('list cursors', (fx) => {
   });
 });
 
-describeEachStore('token tools on a database without the schema', (fx) => {
+describeEachStore('commands that read a store, on a database without the schema', (fx) => {
   let db = '';
   before(async () => {
     if (fx.kind === 'sqlite') {
@@ -144,6 +144,7 @@ describeEachStore('token tools on a database without the schema', (fx) => {
     ['token', 'revoke', 'tok_0000000000000000'],
     ['webhook', 'list'],
     ['webhook', 'remove', 'wh_0000000000000000'],
+    ['export'],
   ]) {
     it(`${args.slice(0, 2).join(' ')} refuses it, naming it, and creates nothing`, async () => {
       const before = await tables();

@@ -11,8 +11,10 @@ export const exportCommand: Command = {
     'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
   settings: ['db', 'pg-pooler'],
   async run(ctx, values) {
+    // existingSchema: a database that is not ours gets no tables.
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
       mustExist: true,
+      existingSchema: true,
     });
     try {
       let reported = Date.now();
