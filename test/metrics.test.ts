@@ -235,6 +235,48 @@ async function runTokenCreate(db: string) {
   return r;
 }
 
+describeOnStore('sqlite', 'malformed-request counter and timeouts', (fx) => {
+  useProcessCleanup();
+
+  it('counts a head too large for the parser, not a 408 for a head that came too slowly nor a silent connection', async () => {
+    const server = await startServer(
+      serveArgs(fx.db, '--admin-port', '0', '--headers-timeout-ms', '1000', '--request-timeout-ms', '2000'),
+    );
+    try {
+      const admin = await adminUrlOf(server);
+      const malformed = (samples: Sample[]) =>
+        samples.filter((s) => s.name === 'plant_store_http_malformed_requests_total').reduce((n, s) => n + s.value, 0);
+      const before = malformed((await scrape(admin)).samples);
+
+      // A head trickled a line at a time past the head timeout: 408.
+      const slow = new Promise<number>((resolve, reject) => {
+        const socket = net.connect(server.port, '127.0.0.1', () => {
+          socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+          const timer = setInterval(() => socket.write('X-Slow: y\r\n'), 200);
+          socket.once('close', () => clearInterval(timer));
+        });
+        let data = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (d: string) => (data += d));
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
+        socket.setTimeout(5000, () => reject(new Error('no answer within 5 s')));
+      });
+      // A connection that sends nothing: closed without an answer.
+      const silent = rawStatus(server.port, '');
+      assert.equal(await slow, 408);
+      assert.equal(await silent, 0);
+      assert.equal(malformed((await scrape(admin)).samples) - before, 0, 'a timeout counted as malformed');
+
+      const overflow = `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
+      assert.equal(await rawStatus(server.port, overflow), 431);
+      assert.equal(malformed((await scrape(admin)).samples) - before, 1);
+    } finally {
+      await stopGracefully(server);
+    }
+  });
+});
+
 describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
   useProcessCleanup();
 
