@@ -1,21 +1,14 @@
 import type pg from 'pg';
-import type { PlantRecord } from '../store.js';
+import type { PlantPage, PlantRecord } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
-import type { Position } from './cursor.postgres.js';
+import type { PgCursorCodec, Position } from './cursor.postgres.js';
 import { withClient } from './db-connect.postgres.js';
-
-export interface Page {
-  /** Shared by every request that asked for the same page in one batch: read only. */
-  readonly plants: PlantRecord[];
-  /** The position of the last plant, when more follow it. */
-  next?: Position;
-}
 
 interface PendingPage {
   owner: string;
   limit: number;
   after: Position | undefined;
-  resolve(page: Page): void;
+  resolve(page: PlantPage): void;
   reject(error: unknown): void;
 }
 
@@ -78,7 +71,11 @@ const MAX_BATCH_ROWS = 1100;
 export class PageReader {
   readonly #batcher: Batcher<PendingPage>;
 
-  constructor(private readonly pool: pg.Pool) {
+  /** `cursors`: the codec that seals the position of a page's last plant into its `next` cursor. */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly cursors: () => Promise<PgCursorCodec>,
+  ) {
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
       maxInFlight: Math.min(READ_BATCHES_IN_FLIGHT, pool.options.max),
@@ -87,15 +84,20 @@ export class PageReader {
     });
   }
 
-  /** Up to `limit` plants of `owner` after `after` (from the start without it), in insertion order. */
-  read(owner: string, limit: number, after?: Position): Promise<Page> {
+  /**
+   * Up to `limit` plants of `owner` after `after` (from the start without it),
+   * in insertion order, with the cursor of the next page when more follow.
+   * The page may be shared with other requests: read only.
+   */
+  read(owner: string, limit: number, after?: Position): Promise<PlantPage> {
     return new Promise((resolve, reject) => this.#batcher.add({ owner, limit, after, resolve, reject }));
   }
 
   async #run(batch: PendingPage[]): Promise<void> {
     // Pages asked for twice in one batch (the same owner, position and
-    // limit) are read once: the batch is one statement and one snapshot, so
-    // both requests would get the same plants anyway.
+    // limit) are read, and their cursor sealed, once: the batch is one
+    // statement and one snapshot, so both requests would get the same plants
+    // anyway.
     const slots = new Map<string, number>();
     const waiting: PendingPage[][] = [];
     const owners: string[] = [];
@@ -122,15 +124,16 @@ export class PageReader {
       const { rows } = await withClient(this.pool, (client) =>
         client.query<BatchRow>({ ...READ_BATCH, values: [owners, ats, ids, limits] }),
       );
+      let codec: PgCursorCodec | undefined;
       for (const [n, json, at, id] of rows) {
         const pages = waiting[Number(n) - 1]!;
-        const { limit } = pages[0]!;
+        const { owner, limit } = pages[0]!;
         // One more than asked for was read: it says that another page follows.
         const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
-        let page: Page = { plants };
+        let page: PlantPage = { plants };
         if (plants.length > limit) {
           plants.length = limit;
-          page = { plants, next: { at: BigInt(at!), id: BigInt(id!) } };
+          page = { plants, next: (codec ??= await this.cursors()).encode(owner, { at: BigInt(at!), id: BigInt(id!) }) };
         }
         for (const { resolve } of pages) resolve(page);
       }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { CreateOutcome, NewPlantRecord, PlantPage, PlantStore } from '../store.js';
-import { PgCursorCodec, type Position } from './cursor.postgres.js';
+import { PgCursorCodec } from './cursor.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
@@ -54,15 +54,12 @@ const CURSOR_KEY = {
 
 export class PostgresPlantStore implements PlantStore {
   #codec: Promise<PgCursorCodec> | undefined;
-  /** The codec once loaded, for use without waiting a turn. */
-  #codecLoaded: PgCursorCodec | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
-  readonly #encoded = new WeakMap<Position, string>();
 
   constructor(private readonly pool: pg.Pool) {
     this.#inserts = new InsertBatcher(pool, (owner, plant) => this.#createOne(owner, plant));
-    this.#pages = new PageReader(pool);
+    this.#pages = new PageReader(pool, () => this.#cursors());
   }
 
   /** The cursor codec, its key read from the database once (again after a failure). */
@@ -71,8 +68,7 @@ export class PostgresPlantStore implements PlantStore {
       const loading = withClient(this.pool, (client) => client.query<{ value: Buffer }>(CURSOR_KEY)).then(
         ({ rows }) => {
           if (rows[0] === undefined) throw new Error('the secrets table has no cursor_key: run plant-store migrate');
-          this.#codecLoaded = new PgCursorCodec(rows[0].value);
-          return this.#codecLoaded;
+          return new PgCursorCodec(rows[0].value);
         },
       );
       this.#codec = loading;
@@ -114,18 +110,8 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    const after =
-      cursor === undefined ? undefined : (this.#codecLoaded ?? (await this.#cursors())).decode(owner, cursor);
-    const { plants, next } = await this.#pages.read(owner, limit, after);
-    if (next === undefined) return { plants };
-    // Requests that shared a read share its position too: encode it once.
-    let encoded = this.#encoded.get(next);
-    if (encoded === undefined) {
-      const codec = this.#codecLoaded ?? (await this.#cursors());
-      encoded = this.#encoded.get(next) ?? codec.encode(owner, next);
-      this.#encoded.set(next, encoded);
-    }
-    return { plants, next: encoded };
+    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
+    return this.#pages.read(owner, limit, after);
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
