@@ -19,47 +19,7 @@ import {
   type ServerProcess,
 } from './helpers/server.js';
 import { after, before, describe, it } from './helpers/requirements.js';
-
-interface Exchange {
-  /** Everything the server sent. */
-  data: string;
-  /** Milliseconds from connecting until the server closed the connection. */
-  closedAfterMs: number;
-}
-
-/**
- * Connects, lets `drive` write to the socket, and resolves when the server
- * closes the connection (or rejects after `limitMs`: the server kept it open).
- */
-function exchange(port: number, drive: (socket: net.Socket) => void, limitMs: number): Promise<Exchange> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const started = performance.now();
-    let data = '';
-    const timers: NodeJS.Timeout[] = [];
-    const limit = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server kept the connection open for ${limitMs} ms; it sent: ${JSON.stringify(data)}`));
-    }, limitMs);
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (data += d));
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(limit);
-      for (const t of timers) clearInterval(t);
-      resolve({ data, closedAfterMs: performance.now() - started });
-    });
-    socket.on('connect', () => drive(Object.assign(socket, { timers })));
-  });
-}
-
-/** Writes `chunk` every `everyMs` while the socket is writable. */
-function trickle(socket: net.Socket, chunk: string, everyMs: number): void {
-  const timer = setInterval(() => {
-    if (socket.writable) socket.write(chunk);
-  }, everyMs);
-  (socket as net.Socket & { timers: NodeJS.Timeout[] }).timers.push(timer);
-}
+import { exchange, trickle } from './helpers/raw-socket.js';
 
 /** The status line, lower-cased headers and body of one raw HTTP response. */
 function parseResponse(raw: string): { status: number; headers: Record<string, string>; body: string } {
