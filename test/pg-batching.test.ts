@@ -132,6 +132,30 @@ describeEachStore(
         'a page of one: the first plant, without a tag it never had',
       );
     });
+
+    it('answers the pages that need no cursor when the cursor key cannot be read', async () => {
+      // A store that has not read the key yet, and a key that is not there.
+      const fresh = await fx.open();
+      await query(direct(), "UPDATE secrets SET name = 'cursor_key_moved' WHERE name = 'cursor_key'");
+      try {
+        // Asked in one tick: one batch, where pages-a (25 plants) needs a cursor and pages-b (3) does not.
+        const [long, short] = await Promise.allSettled([
+          fresh.plants.list('pages-a', 10),
+          fresh.plants.list('pages-b', 10),
+        ]);
+        assert.equal(short.status, 'fulfilled');
+        assert.deepEqual(
+          short.value.plants.map((x) => x.name),
+          ['pages-b-0', 'pages-b-1', 'pages-b-2'],
+        );
+        assert.equal(short.value.next, undefined);
+        assert.equal(long.status, 'rejected');
+        assert.match(String(long.reason), /cursor_key/);
+      } finally {
+        await query(direct(), "UPDATE secrets SET name = 'cursor_key' WHERE name = 'cursor_key_moved'");
+      }
+      assert.equal((await fresh.plants.list('pages-a', 10)).plants.length, 10, 'the key is read again once it is back');
+    });
   },
   ['postgres', 'pgbouncer'],
 );

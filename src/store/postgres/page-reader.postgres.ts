@@ -124,17 +124,23 @@ export class PageReader {
       const { rows } = await withClient(this.pool, (client) =>
         client.query<BatchRow>({ ...READ_BATCH, values: [owners, ats, ids, limits] }),
       );
-      let codec: PgCursorCodec | undefined;
+      // Pages without a next cursor are answered first: the others wait for
+      // the cursor key, and only they fail if it cannot be read.
+      const followed: [pages: PendingPage[], plants: PlantRecord[], at: string, id: string][] = [];
       for (const [n, json, at, id] of rows) {
         const pages = waiting[Number(n) - 1]!;
-        const { owner, limit } = pages[0]!;
+        const limit = pages[0]!.limit;
         // One more than asked for was read: it says that another page follows.
         const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
-        let page: PlantPage = { plants };
         if (plants.length > limit) {
           plants.length = limit;
-          page = { plants, next: (codec ??= await this.cursors()).encode(owner, { at: BigInt(at!), id: BigInt(id!) }) };
-        }
+          followed.push([pages, plants, at!, id!]);
+        } else for (const { resolve } of pages) resolve({ plants });
+      }
+      if (followed.length === 0) return;
+      const codec = await this.cursors();
+      for (const [pages, plants, at, id] of followed) {
+        const page = { plants, next: codec.encode(pages[0]!.owner, { at: BigInt(at), id: BigInt(id) }) };
         for (const { resolve } of pages) resolve(page);
       }
     } catch (error) {
