@@ -28,11 +28,6 @@ const PlantSchema = {
   properties: { name: { type: 'string' }, tag: { type: 'string' } },
   required: ['name'],
 };
-const ErrorSchema = {
-  type: 'object',
-  properties: { error: { type: 'integer' }, message: { type: 'string' } },
-};
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
 
 const spec = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
   owners: { owner: string; token: string; rows: number }[];
@@ -61,7 +56,7 @@ app.addHook('onRequest', (request, reply, done) => {
 
 app.post<{ Body: { id?: unknown; name?: unknown; tag?: unknown } }>(
   '/plants',
-  { schema: { response: { 200: PlantSchema, ...errors } } },
+  { schema: { response: { 200: PlantSchema } } },
   async (request, reply) => {
     const { id, name, tag } = request.body ?? {};
     if (!Number.isSafeInteger(id) || typeof name !== 'string' || (tag !== undefined && typeof tag !== 'string'))
@@ -79,7 +74,7 @@ app.post<{ Body: { id?: unknown; name?: unknown; tag?: unknown } }>(
 
 app.get<{ Querystring: { limit?: string; cursor?: string } }>(
   '/plants',
-  { schema: { response: { 200: { type: 'array', items: PlantSchema }, ...errors } } },
+  { schema: { response: { 200: { type: 'array', items: PlantSchema } } } },
   async (request, reply) => {
     const { limit: rawLimit, cursor } = request.query;
     const limit = Math.min(rawLimit === undefined ? MAX_LIMIT : Number(rawLimit), MAX_LIMIT);
@@ -100,7 +95,7 @@ app.get<{ Querystring: { limit?: string; cursor?: string } }>(
   },
 );
 
-app.delete<{ Params: { id: string } }>('/plants/:id', { schema: { response: errors } }, async (request, reply) => {
+app.delete<{ Params: { id: string } }>('/plants/:id', async (request, reply) => {
   const { id } = request.params;
   const shelf = shelfOf.get(request)!;
   const at = shelf.at.get(id);

@@ -1,11 +1,11 @@
 // Load generators: wrk (a C client driven by a Lua script) when installed,
 // autocannon (Node) otherwise. Either runs in its own process on the load
 // CPU, sends the scenario's workload for a while and reports what it saw.
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Workload } from './scenarios.js';
-import { LOAD_CPU, start } from './procs.js';
+import { LOAD_CPU, output, start } from './procs.js';
 
 export interface LoadSpec {
   url: string;
@@ -24,22 +24,13 @@ export interface LoadResult {
   seconds: number;
   /** Non-2xx answers, socket errors and timeouts. */
   errors: number;
-  p50Ms: number;
   p99Ms: number;
   /** CPU seconds the load generator used. */
   cpuSeconds: number;
 }
 
-export const wrkVersion = ((): string | undefined => {
-  try {
-    execFileSync('wrk', ['-v'], { stdio: 'pipe' });
-  } catch (error) {
-    // wrk -v prints its version and exits 1.
-    const out = String((error as { stdout?: Buffer }).stdout ?? '');
-    return /^wrk (\S+)/.exec(out)?.[1];
-  }
-  return undefined;
-})();
+// wrk -v prints its version (and exits 1).
+export const wrkVersion = /^wrk (\S+)/.exec(String(spawnSync('wrk', ['-v']).stdout ?? ''))?.[1];
 
 /** Cumulative thresholds for one random number: [list, list+create, list+create+delete] / total. */
 export function shares(w: Workload): [number, number, number] {
@@ -101,23 +92,18 @@ function request()
 end
 function done(s, latency, requests)
   local e = s.errors
-  io.write(string.format('\\nRESULT {"requests":%d,"seconds":%f,"errors":%d,"p50Ms":%f,"p99Ms":%f,"cpuSeconds":%f}\\n',
+  io.write(string.format('\\nRESULT {"requests":%d,"seconds":%f,"errors":%d,"p99Ms":%f,"cpuSeconds":%f}\\n',
     s.requests, s.duration / 1e6, e.connect + e.read + e.write + e.status + e.timeout,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, os.clock()))
+    latency:percentile(99) / 1000, os.clock()))
 end
 `;
 }
 
-function collect(child: ReturnType<typeof start>, what: string): Promise<LoadResult> {
-  let out = '';
-  for (const s of [child.stdout!, child.stderr!]) s.setEncoding('utf8').on('data', (d: string) => (out += d));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code) => {
-      const json = /^RESULT (\{.*\})$/m.exec(out)?.[1];
-      if (code === 0 && json) resolve(JSON.parse(json) as LoadResult);
-      else reject(new Error(`${what} failed (exit ${code}): ${out.slice(-2000)}`));
-    }),
-  );
+async function collect(child: ReturnType<typeof start>, what: string): Promise<LoadResult> {
+  const [code, out] = await output(child);
+  const json = /^RESULT (\{.*\})$/m.exec(out)?.[1];
+  if (code === 0 && json) return JSON.parse(json) as LoadResult;
+  throw new Error(`${what} failed (exit ${code}): ${out.slice(-2000)}`);
 }
 
 export function runLoad(spec: LoadSpec, tool: 'wrk' | 'autocannon', tmpFile: string): Promise<LoadResult> {

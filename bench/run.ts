@@ -1,27 +1,28 @@
 // npm run bench [-- options] [-- extra service flags]
 // The service started as `npm start` starts it, next to an in-memory
-// baseline, under the same load generator, in alternating rounds.
+// baseline (or on PostgreSQL, next to pgbench), under the same load, in
+// alternating rounds.
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startIssuer } from './jwt.js';
-import { runLoad, wrkVersion, type LoadSpec } from './load.js';
+import { runLoad, wrkVersion } from './load.js';
+import { pgbench, scratchDatabase } from './postgres.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
-import { best, report, type Outcome, type Round } from './report.js';
-import { PG_SCENARIOS, runPgCeiling } from './pg-ceiling.js';
+import { best, report, roundLine, type Outcome, type Round } from './report.js';
 import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
-const SERVICE_MAIN = here('../src/cli/bin.js');
-const BASELINE_MAIN = here('./baseline.js');
-
+const names = SCENARIOS.map((s) => s.name);
 const HELP = `npm run bench [-- options] [-- service flags]
 
-  --scenarios a,b    ${[...SCENARIOS, ...PG_SCENARIOS].map((s) => s.name).join(', ')} (default: all)
-  --pg URL           also run ${PG_SCENARIOS.map((s) => s.name).join(' and ')}: the service on PostgreSQL next to
+  --scenarios a,b    ${names.join(', ')}
+                     (default: all, the pg- ones only with --pg)
+  --pg URL           a PostgreSQL server for the pg- scenarios: the service on PostgreSQL next to
                      pgbench (its ceiling), in a scratch database created next to URL's
   --seconds N        length of a measured round (default 5)
   --rounds N         measured rounds per server, best kept (default 5)
@@ -57,22 +58,17 @@ if (o.help) {
 const tool = o.loadgen as 'wrk' | 'autocannon';
 if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
 if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
-const picked = o.scenarios?.split(',') ?? [...SCENARIOS, ...(o.pg ? PG_SCENARIOS : [])].map((s) => s.name);
-const pgScenarios = PG_SCENARIOS.filter((s) => picked.includes(s.name));
-if (pgScenarios.length > 0 && !o.pg) throw new Error(`${pgScenarios.map((s) => s.name).join(', ')} need --pg URL`);
-const scenarios = picked
-  .filter((n) => !PG_SCENARIOS.some((s) => s.name === n))
-  .map((n) => {
-    const s = SCENARIOS.find((x) => x.name === n);
-    if (!s)
-      throw new Error(
-        `unknown scenario "${n}"; known: ${[...SCENARIOS, ...PG_SCENARIOS].map((x) => x.name).join(', ')}`,
-      );
-    return s;
-  });
+const scenarios = (o.scenarios?.split(',') ?? names.filter((n) => o.pg || !n.startsWith('pg-'))).map((n) => {
+  const s = SCENARIOS.find((x) => x.name === n);
+  if (!s) throw new Error(`unknown scenario "${n}"; known: ${names.join(', ')}`);
+  if (s.pgbench && !o.pg) throw new Error(`${n} needs --pg URL`);
+  return s;
+});
 const [seconds = 5, rounds = 5, warmup = 2, connections = 32] = [o.seconds, o.rounds, o.warmup, o.connections].map(
   Number,
 );
+const prof = o['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', o['cpu-prof']] : [];
+if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 
 // The service reads these; the bench leaves nothing from the caller's shell in them.
 const env = Object.fromEntries(
@@ -111,104 +107,98 @@ async function seedsFor(url: string, token: string, rows: number, count: number)
   return seeds;
 }
 
+/** A SQLite file with the scenario's plants; read-only scenarios on the same data share one. */
 const prepared = new Map<string, string[]>();
-async function prepare(s: Scenario, db: string): Promise<{ db: string; tokens: string[] }> {
-  // Read-only scenarios on the same data share one file.
+async function sqliteFile(s: Scenario): Promise<{ db: string; tokens: string[] }> {
   const key = join(dir, `${s.owners}x${s.rowsPerOwner}.db`);
-  if (readOnly(s.workload) && prepared.has(key)) return { db: key, tokens: prepared.get(key)! };
-  const path = readOnly(s.workload) ? key : db;
-  const t0 = performance.now();
-  const tokens = await preload(path, s.owners, s.rowsPerOwner);
-  console.log(`  stored ${s.owners * s.rowsPerOwner} plants in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  if (readOnly(s.workload)) prepared.set(key, tokens);
-  return { db: path, tokens };
+  const db = readOnly(s.workload) ? key : join(dir, `${s.name}.db`);
+  if (!prepared.has(db)) {
+    const t0 = performance.now();
+    prepared.set(db, await preload(db, s.owners, s.rowsPerOwner));
+    console.log(`  stored ${s.owners * s.rowsPerOwner} plants in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  return { db, tokens: prepared.get(db)! };
+}
+
+/** A server under the load generator: one round measures its rate, p99 and CPU (with PostgreSQL's, `pgCpu`). */
+async function httpSide(
+  s: Scenario,
+  name: string,
+  child: ChildProcess,
+  port: number,
+  tokens: string[],
+  pgCpu?: () => number,
+) {
+  const url = `http://127.0.0.1:${port}`;
+  // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
+  if (s.jwt && name === 'service') await ready(child, `${url}/readyz`, '', name);
+  await ready(child, `${url}/plants?limit=1`, tokens[0]!, name);
+  const seeds = s.workload.page ? await seedsFor(url, tokens[0]!, s.rowsPerOwner, connections) : [];
+  return async (secs: number): Promise<Round> => {
+    const [own0, pg0] = [cpuSeconds(child.pid!), pgCpu?.() ?? 0];
+    const spec = { url, connections, workload: s.workload, tokens, seeds, seconds: secs, firstId: 1e9 * ++runs };
+    const r = await runLoad(spec, tool, join(dir, 'load.tmp'));
+    const per = (sec: number) => (sec * 1e6) / r.requests;
+    const cpu = [per(cpuSeconds(child.pid!) - own0), ...(pgCpu ? [per(pgCpu() - pg0)] : [])];
+    return { ...r, rps: r.requests / r.seconds, cpu, loadPct: (100 * r.cpuSeconds) / r.seconds };
+  };
 }
 
 async function runScenario(s: Scenario): Promise<Outcome> {
   console.log(`\n${s.name}: ${s.title}`);
-  const { db, tokens: opaque } = await prepare(s, join(dir, `${s.name}.db`));
+  const pg = s.pgbench ? await scratchDatabase(o.pg!, ownerName(0), s.rowsPerOwner) : undefined;
+  const { db, tokens: opaque } = pg ? { db: pg.url, tokens: [pg.token] } : await sqliteFile(s);
   const issuer = s.jwt ? await startIssuer() : undefined;
   // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
   const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
-  const spec = join(dir, `${s.name}-baseline.json`);
-  fs.writeFileSync(
-    spec,
-    JSON.stringify({ owners: tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner })) }),
-  );
   const log = join(dir, `${s.name}-service.log`);
-  const [bPort, sPort] = [await freePort(), await freePort()];
-  const servers = [
-    {
-      name: 'baseline' as const,
-      url: `http://127.0.0.1:${bPort}`,
-      child: start(SERVER_CPU, process.execPath, [BASELINE_MAIN, spec, String(bPort)], {
-        log: join(dir, `${s.name}-baseline.log`),
-      }),
-    },
-    {
-      name: 'service' as const,
-      url: `http://127.0.0.1:${sPort}`,
-      // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own file and port.
-      child: start(
-        SERVER_CPU,
-        process.execPath,
-        [
-          ...prof,
-          SERVICE_MAIN,
-          'serve',
-          '--db',
-          db,
-          '--port',
-          String(sPort),
-          ...(issuer?.flags ?? []),
-          ...serviceFlags,
-        ],
-        { log, env },
-      ),
-    },
-  ];
+  const children: ChildProcess[] = [];
   try {
-    const sent = { baseline: 0, service: 0 };
-    const measured: Record<'baseline' | 'service', Round[]> = { baseline: [], service: [] };
-    const load = new Map<string, Omit<LoadSpec, 'seconds' | 'firstId'>>();
-    for (const srv of servers) {
-      // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
-      if (issuer && srv.name === 'service') await ready(srv.child, `${srv.url}/readyz`, '', 'service');
-      await ready(srv.child, `${srv.url}/plants?limit=1`, tokens[0]!, srv.name);
-      const seeds = s.workload.page ? await seedsFor(srv.url, tokens[0]!, s.rowsPerOwner, connections) : [];
-      load.set(srv.name, { url: srv.url, connections, workload: s.workload, tokens, seeds });
+    const sPort = await freePort();
+    // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own database and port. On
+    // PostgreSQL not pinned, like PostgreSQL itself: each request needs both.
+    const flags = ['serve', '--db', db, '--port', String(sPort), ...(issuer?.flags ?? []), ...serviceFlags];
+    children.push(
+      start(pg ? undefined : SERVER_CPU, process.execPath, [...prof, here('../src/cli/bin.js'), ...flags], log, env),
+    );
+    let reference: (secs: number) => Promise<Round>;
+    if (pg) reference = (secs) => pgbench(pg, s.pgbench!, connections, secs, dir);
+    else {
+      const [spec, bPort] = [join(dir, `${s.name}-baseline.json`), await freePort()];
+      const owners = tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner }));
+      fs.writeFileSync(spec, JSON.stringify({ owners }));
+      const args = [here('./baseline.js'), spec, String(bPort)];
+      children.push(start(SERVER_CPU, process.execPath, args, join(dir, `${s.name}-baseline.log`)));
+      reference = await httpSide(s, 'baseline', children[1]!, bPort, tokens);
     }
-    const round = async (srv: (typeof servers)[number], secs: number) => {
-      const pid = srv.child.pid!;
-      const cpu0 = cpuSeconds(pid);
-      const firstId = 1e9 * ++runs;
-      const r = await runLoad({ ...load.get(srv.name)!, seconds: secs, firstId }, tool, join(dir, 'load.tmp'));
-      sent[srv.name] += r.requests;
-      return { ...r, rps: r.requests / r.seconds, serverCpuSeconds: cpuSeconds(pid) - cpu0 };
-    };
-    if (warmup > 0) for (const srv of servers) await round(srv, warmup);
+    const sides = [
+      { name: pg ? 'pgbench' : 'baseline', round: reference, rounds: [] as Round[] },
+      {
+        name: 'service',
+        round: await httpSide(s, 'service', children[0]!, sPort, tokens, pg?.cpu),
+        rounds: [] as Round[],
+      },
+    ];
+    if (warmup > 0) for (const side of sides) await side.round(warmup);
     for (let i = 0; i < rounds; i++) {
-      for (const srv of i % 2 === 0 ? servers : [...servers].reverse()) {
-        const r = await round(srv, seconds);
-        measured[srv.name].push(r);
-        console.log(
-          `  ${srv.name.padEnd(8)} ${Math.round(r.rps).toLocaleString('en-US').padStart(7)} req/s  p99 ${r.p99Ms.toFixed(2)} ms` +
-            `  server ${Math.round((r.serverCpuSeconds * 1e6) / r.requests)} µs/req` +
-            `  ${tool} CPU ${Math.round((100 * r.cpuSeconds) / r.seconds)} %${r.errors ? `  ERRORS ${r.errors}` : ''}`,
-        );
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+        side.rounds.push(await side.round(seconds));
+        console.log(roundLine(side.name, side.rounds.at(-1)!));
       }
     }
+    const [ref, svc] = sides.map((side) => side.rounds);
     return {
       scenario: s,
-      baseline: best(measured.baseline),
-      service: best(measured.service),
-      errors: [...measured.baseline, ...measured.service].reduce((n, r) => n + r.errors, 0),
-      serviceRequests: sent.service,
+      service: best(svc!),
+      reference: best(ref!),
+      errors: [...ref!, ...svc!].reduce((n, r) => n + r.errors, 0),
+      serviceRequests: svc!.reduce((n, r) => n + r.requests, 0),
       serviceLogBytes: fs.statSync(log).size,
     };
   } finally {
-    for (const srv of servers) await stop(srv.child);
+    for (const child of children) await stop(child);
     await issuer?.close();
+    await pg?.drop();
   }
 }
 
@@ -219,21 +209,9 @@ console.log(
   `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
     `${tool}${pinning.on ? ', server on CPU 0 and load generator on CPU 1' : `, not pinned (${pinning.why})`}`,
 );
-const prof = o['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', o['cpu-prof']] : [];
-if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 const outcomes: Outcome[] = [];
-let pgSection = '';
 try {
   for (const s of scenarios) outcomes.push(await runScenario(s));
-  if (pgScenarios.length > 0) {
-    pgSection = await runPgCeiling({
-      adminUrl: o.pg!,
-      scenarios: pgScenarios,
-      ...{ seconds, rounds, warmup, connections, tool, dir, serviceFlags, env },
-      serviceMain: SERVICE_MAIN,
-      nodeFlags: prof,
-    });
-  }
 } finally {
   if (o.keep) console.log(`\nkept ${dir}`);
   else fs.rmSync(dir, { recursive: true, force: true });
@@ -250,7 +228,7 @@ const md = report(outcomes, {
   loadavg: [load0, loadavg()[0]!],
   cpus: cpus().length,
   fsync,
+  pgHost: o.pg && new URL(o.pg).host,
 });
-const full = pgSection ? `${md}\n${pgSection}` : md;
-console.log(`\n${full}`);
-if (o.out !== '-') fs.writeFileSync(o.out, full);
+console.log(`\n${md}`);
+if (o.out !== '-') fs.writeFileSync(o.out, md);

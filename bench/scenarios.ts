@@ -1,5 +1,7 @@
-// What each scenario stores before the servers start and what the load
-// generator sends. Both servers get the same owners, tokens and plants.
+// What each scenario stores before the servers start, what the load
+// generator sends, and what the service is measured against: the in-memory
+// baseline (baseline.ts), which gets the same owners, tokens and plants, or
+// on PostgreSQL pgbench, running what the same requests need of the database.
 
 /** Shares of each request kind (they need not add up to 1). */
 export interface Workload {
@@ -21,9 +23,15 @@ export interface Scenario {
   workload: Workload;
   /** Send JWTs (signed by bench/jwt.ts, owner in `sub`) instead of the opaque tokens. */
   jwt?: boolean;
+  /** On PostgreSQL (needs --pg), next to pgbench running this script per transaction. */
+  pgbench?: string;
   /** Targets at the default settings: service / baseline req/s, and service p99. */
   target?: { ratio: number; p99Ms?: number };
+  /** Also reported as a share of that scenario's service req/s, with an optional target. */
+  vs?: { name: string; min?: number };
 }
+
+export const ownerName = (i: number) => `owner${i}`;
 
 export const SCENARIOS: readonly Scenario[] = [
   {
@@ -41,6 +49,7 @@ export const SCENARIOS: readonly Scenario[] = [
     rowsPerOwner: 10_000,
     workload: { list: 1, limit: 10 },
     jwt: true,
+    vs: { name: 'list' },
   },
   {
     name: 'create',
@@ -60,10 +69,11 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'list1m',
-    title: 'GET /plants?limit=10, one owner, 1M plants',
+    title: 'GET /plants?limit=10, one owner, 1M plants: a page costs the same however long the list',
     owners: 1,
     rowsPerOwner: 1_000_000,
     workload: { list: 1, limit: 10 },
+    vs: { name: 'list', min: 0.9 },
   },
   {
     name: 'paging',
@@ -79,15 +89,26 @@ export const SCENARIOS: readonly Scenario[] = [
     rowsPerOwner: 200,
     workload: { list: 0.7, create: 0.2, delete: 0.1, limit: 10 },
   },
+  {
+    name: 'pg-list',
+    title: 'GET /plants?limit=10 (one owner, 10k plants) vs pgbench: the same 11 rows by (created_at, id)',
+    owners: 1,
+    rowsPerOwner: 10_000,
+    workload: { list: 1, limit: 10 },
+    pgbench: `SELECT name, tag, created_at, id FROM plants WHERE owner = '${ownerName(0)}' ORDER BY created_at, id LIMIT 11;\n`,
+    target: { ratio: 0.5, p99Ms: 10 },
+  },
+  {
+    name: 'pg-create',
+    title: 'POST /plants (synchronous_commit=on) vs pgbench: one INSERT … ON CONFLICT DO NOTHING per transaction',
+    owners: 1,
+    rowsPerOwner: 10_000,
+    workload: { create: 1, limit: 10 },
+    pgbench: `\\set id random(1, 4000000000000000000)
+INSERT INTO plants (owner, id, name, tag) VALUES ('pgbench', :id, 'plant', 'fern') ON CONFLICT (owner, id) DO NOTHING;\n`,
+    target: { ratio: 0.75, p99Ms: 10 },
+  },
 ];
-
-/** list1m must keep this share of list's service req/s: a page costs the same however long the list. */
-export const FLATNESS = { of: 'list1m', vs: 'list', min: 0.9 } as const;
-
-/** jwt's service req/s as a share of list's: what a JWT costs against an opaque token. No target. */
-export const JWT_VS_LIST = { of: 'jwt', vs: 'list' } as const;
-
-export const ownerName = (i: number) => `owner${i}`;
 
 /** The plant with this id, as both servers store it and as creates send it: every other one has a tag. */
 export const plantBody = (id: number) =>
