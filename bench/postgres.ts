@@ -49,10 +49,20 @@ export async function scratchDatabase(adminUrl: string, owner: string, rows: num
     // parent is read while its connection is open.
     const backend = await sql<{ pid: number }>(url, 'SELECT pg_backend_pid() AS pid', (r) => stat(r[0]!.pid));
     const postmaster = backend?.[0] === 'postgres' ? Number(backend[2]) : NaN;
-    const children = () => readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').split(' ');
-    const cpu = () =>
-      children().reduce((t, pid) => t + (pid.trim() ? cpuSeconds(Number(pid)) || 0 : 0), cpuSeconds(postmaster, true));
-    return { url, token, cpu: () => (Number.isNaN(postmaster) ? NaN : cpu()), drop };
+    // The children are listed before the postmaster's reaped time is read, so
+    // a backend that exits in between is counted once (as reaped) or not at all.
+    const cpu = () => {
+      try {
+        const children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').split(' ');
+        return children.reduce(
+          (t, pid) => t + (pid.trim() ? cpuSeconds(Number(pid)) || 0 : 0),
+          cpuSeconds(postmaster, true),
+        );
+      } catch {
+        return NaN;
+      }
+    };
+    return { url, token, cpu, drop };
   } catch (error) {
     await drop().catch(() => {});
     throw error;
@@ -75,14 +85,17 @@ export async function pgbench(db: ScratchDatabase, script: string, connections: 
   const timer = setInterval(() => (own = cpuSeconds(child.pid!) || own), 100);
   const [code, out] = await output(child);
   clearInterval(timer);
-  const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
-  if (code !== 0 || !tps) throw new Error(`pgbench failed (exit ${String(code)}): ${out.slice(-2000)}`);
   // Its log: one line per transaction, the third field its latency in µs.
   const latencies: number[] = [];
   for (const f of readdirSync(dir).filter((f) => f.startsWith('pgbench-log.'))) {
-    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) if (line) latencies.push(+line.split(' ')[2]!);
+    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+      const us = Number(line.split(' ')[2]);
+      if (line && Number.isFinite(us)) latencies.push(us);
+    }
     rmSync(join(dir, f));
   }
+  const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
+  if (code !== 0 || !tps) throw new Error(`pgbench failed (exit ${String(code)}): ${out.slice(-2000)}`);
   latencies.sort((a, b) => a - b);
   const per = (sec: number) => (sec * 1e6) / (tps * seconds);
   return {

@@ -107,7 +107,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     lines.push(
       '## PostgreSQL: the service next to pgbench',
       '',
-      `- Service: as above, with \`--db <scratch database>\` on PostgreSQL (${run.pgHost}), 10,000 plants of one owner; not pinned, like PostgreSQL, since each request needs both.`,
+      `- Service: as above, with \`--db <scratch database>\` on PostgreSQL (${run.pgHost}), ${onPg[0]!.scenario.rowsPerOwner.toLocaleString('en-US')} plants of one owner; not pinned, like PostgreSQL, since each request needs both.`,
       `- Ceiling: pgbench \`-M prepared -j 1\` on the same table and with as many connections, running per transaction what a request needs of the database, on the load generator's CPU.`,
       "- CPU per request or transaction from /proc; PostgreSQL's counts all its processes.",
       '',

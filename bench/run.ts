@@ -8,9 +8,9 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startIssuer } from './jwt.js';
+import { startIssuer, type Issuer } from './jwt.js';
 import { runLoad, wrkVersion } from './load.js';
-import { pgbench, scratchDatabase } from './postgres.js';
+import { pgbench, scratchDatabase, type ScratchDatabase } from './postgres.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
 import { best, report, roundLine, type Outcome, type Round } from './report.js';
@@ -146,14 +146,16 @@ async function httpSide(
 
 async function runScenario(s: Scenario): Promise<Outcome> {
   console.log(`\n${s.name}: ${s.title}`);
-  const pg = s.pgbench ? await scratchDatabase(o.pg!, ownerName(0), s.rowsPerOwner) : undefined;
-  const { db, tokens: opaque } = pg ? { db: pg.url, tokens: [pg.token] } : await sqliteFile(s);
-  const issuer = s.jwt ? await startIssuer() : undefined;
-  // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
-  const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
   const log = join(dir, `${s.name}-service.log`);
   const children: ChildProcess[] = [];
+  let pg: ScratchDatabase | undefined;
+  let issuer: Issuer | undefined;
   try {
+    pg = s.pgbench ? await scratchDatabase(o.pg!, ownerName(0), s.rowsPerOwner) : undefined;
+    const { db, tokens: opaque } = pg ? { db: pg.url, tokens: [pg.token] } : await sqliteFile(s);
+    issuer = s.jwt ? await startIssuer() : undefined;
+    // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
+    const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer!.token(ownerName(i)))) : opaque;
     const sPort = await freePort();
     // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own database and port. On
     // PostgreSQL not pinned, like PostgreSQL itself: each request needs both.
@@ -162,7 +164,8 @@ async function runScenario(s: Scenario): Promise<Outcome> {
       start(pg ? undefined : SERVER_CPU, process.execPath, [...prof, here('../src/cli/bin.js'), ...flags], log, env),
     );
     let reference: (secs: number) => Promise<Round>;
-    if (pg) reference = (secs) => pgbench(pg, s.pgbench!, connections, secs, dir);
+    const onPg = pg;
+    if (onPg) reference = (secs) => pgbench(onPg, s.pgbench!, connections, secs, dir);
     else {
       const [spec, bPort] = [join(dir, `${s.name}-baseline.json`), await freePort()];
       const owners = tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner }));
@@ -197,8 +200,8 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     };
   } finally {
     for (const child of children) await stop(child);
-    await issuer?.close();
-    await pg?.drop();
+    await issuer?.close().catch(() => {});
+    await pg?.drop().catch((error: Error) => console.error(`  could not drop the scratch database: ${error.message}`));
   }
 }
 
