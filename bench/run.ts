@@ -2,7 +2,7 @@
 // The service started as `npm start` starts it, next to an in-memory
 // baseline (or on PostgreSQL, next to pgbench), under the same load, in
 // alternating rounds.
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,8 @@ if (o.help) {
 const tool = o.loadgen as 'wrk' | 'autocannon';
 if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
 if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
+if (o.pg && spawnSync('pgbench', ['--version']).status !== 0)
+  throw new Error('pgbench is not installed (apt-get install postgresql-client)');
 const scenarios = (o.scenarios?.split(',') ?? names.filter((n) => o.pg || !n.startsWith('pg-'))).map((n) => {
   const s = SCENARIOS.find((x) => x.name === n);
   if (!s) throw new Error(`unknown scenario "${n}"; known: ${names.join(', ')}`);
