@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { storeConfig } from '../src/config.js';
@@ -79,17 +78,10 @@ async function scrape(adminUrl: string): Promise<{ text: string; samples: Sample
   return { text: res.body, samples: parseExposition(res.body) };
 }
 
-/** Sends a request line and raw headers over a socket; resolves with the status line's code. */
-function rawStatus(port: number, head: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
-    let data = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (data += d));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
-    socket.setTimeout(5000, () => socket.destroy());
-  });
+/** Sends a request line and raw headers over a socket; resolves with the status line's code (0: none). */
+async function rawStatus(port: number, head: string): Promise<number> {
+  const { data } = await exchange(port, (socket) => socket.write(head), 5000);
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0);
 }
 
 describeEachStore('metrics on the admin port', (fx) => {

@@ -18,7 +18,6 @@ export function exchange(port: number, drive: (socket: net.Socket) => void, limi
     const socket = net.connect(port, '127.0.0.1');
     const started = performance.now();
     let data = '';
-    const timers: NodeJS.Timeout[] = [];
     const limit = setTimeout(() => {
       socket.destroy();
       reject(new Error(`the server kept the connection open for ${limitMs} ms; it sent: ${JSON.stringify(data)}`));
@@ -28,17 +27,16 @@ export function exchange(port: number, drive: (socket: net.Socket) => void, limi
     socket.on('error', () => {});
     socket.on('close', () => {
       clearTimeout(limit);
-      for (const t of timers) clearInterval(t);
       resolve({ data, closedAfterMs: performance.now() - started });
     });
-    socket.on('connect', () => drive(Object.assign(socket, { timers })));
+    socket.on('connect', () => drive(socket));
   });
 }
 
-/** Writes `chunk` every `everyMs` while the socket is writable. */
+/** Writes `chunk` every `everyMs` until the socket closes. */
 export function trickle(socket: net.Socket, chunk: string, everyMs: number): void {
   const timer = setInterval(() => {
     if (socket.writable) socket.write(chunk);
   }, everyMs);
-  (socket as net.Socket & { timers: NodeJS.Timeout[] }).timers.push(timer);
+  socket.once('close', () => clearInterval(timer));
 }
