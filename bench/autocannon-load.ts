@@ -4,8 +4,8 @@
 import type { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { shares, type LoadSpec } from './load.js';
-import { plantBody } from './scenarios.js';
+import type { LoadSpec } from './load.js';
+import { plantBody, shares } from './scenarios.js';
 
 // autocannon ships no types: the part of its API used here.
 type Request = { method?: string; path?: string; headers?: Record<string, string>; body?: string };

@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Workload } from './scenarios.js';
+import { shares, type Workload } from './scenarios.js';
 import { LOAD_CPU, output, start } from './procs.js';
 
 export interface LoadSpec {
@@ -31,13 +31,6 @@ export interface LoadResult {
 
 // wrk -v prints its version (and exits 1).
 export const wrkVersion = /^wrk (\S+)/.exec(String(spawnSync('wrk', ['-v']).stdout ?? ''))?.[1];
-
-/** Cumulative thresholds for one random number: [list, list+create, list+create+delete] / total. */
-export function shares(w: Workload): [number, number, number] {
-  const total = (w.list ?? 0) + (w.create ?? 0) + (w.delete ?? 0);
-  const list = (w.list ?? 0) / total;
-  return [list, list + (w.create ?? 0) / total, 1];
-}
 
 const lua = (v: unknown) => JSON.stringify(v).replace(/^\[/, '{').replace(/\]$/, '}');
 

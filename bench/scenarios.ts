@@ -33,20 +33,21 @@ export interface Scenario {
 
 export const ownerName = (i: number) => `owner${i}`;
 
+/** One owner with 10k plants: the list, create and PostgreSQL scenarios. */
+const ONE_OWNER = { owners: 1, rowsPerOwner: 10_000 };
+
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'list',
     title: 'GET /plants?limit=10, one owner, 10k plants',
-    owners: 1,
-    rowsPerOwner: 10_000,
+    ...ONE_OWNER,
     workload: { list: 1, limit: 10 },
     target: { ratio: 0.8 },
   },
   {
     name: 'jwt',
     title: 'as list, with a JWT (RS256) instead of the opaque token',
-    owners: 1,
-    rowsPerOwner: 10_000,
+    ...ONE_OWNER,
     workload: { list: 1, limit: 10 },
     jwt: true,
     vs: { name: 'list' },
@@ -54,8 +55,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'create',
     title: 'POST /plants, a new id each time (durability full)',
-    owners: 1,
-    rowsPerOwner: 10_000,
+    ...ONE_OWNER,
     workload: { create: 1, limit: 10 },
     target: { ratio: 0.6 },
   },
@@ -92,8 +92,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'pg-list',
     title: 'GET /plants?limit=10 (one owner, 10k plants) vs pgbench: the same 11 rows by (created_at, id)',
-    owners: 1,
-    rowsPerOwner: 10_000,
+    ...ONE_OWNER,
     workload: { list: 1, limit: 10 },
     pgbench: `SELECT name, tag, created_at, id FROM plants WHERE owner = '${ownerName(0)}' ORDER BY created_at, id LIMIT 11;\n`,
     target: { ratio: 0.5, p99Ms: 10 },
@@ -101,8 +100,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'pg-create',
     title: 'POST /plants (synchronous_commit=on) vs pgbench: one INSERT … ON CONFLICT DO NOTHING per transaction',
-    owners: 1,
-    rowsPerOwner: 10_000,
+    ...ONE_OWNER,
     workload: { create: 1, limit: 10 },
     pgbench: `\\set id random(1, 4000000000000000000)
 INSERT INTO plants (owner, id, name, tag) VALUES ('pgbench', :id, 'plant', 'fern') ON CONFLICT (owner, id) DO NOTHING;\n`,
@@ -115,3 +113,10 @@ export const plantBody = (id: number) =>
   id % 2 === 0 ? { id, name: `plant-${id}`, tag: 'fern' } : { id, name: `plant-${id}` };
 
 export const readOnly = (w: Workload) => !w.create && !w.delete;
+
+/** Cumulative thresholds for one random number: [list, list+create, list+create+delete] / total. */
+export function shares(w: Workload): [number, number, number] {
+  const total = (w.list ?? 0) + (w.create ?? 0) + (w.delete ?? 0);
+  const list = (w.list ?? 0) / total;
+  return [list, list + (w.create ?? 0) / total, 1];
+}
