@@ -1,6 +1,7 @@
 // How --workers and --pg-pool-size multiply into PostgreSQL connections:
 // serve refuses at start a configuration that could not fit the server's
-// max_connections, and a running one stays within workers × pool size.
+// max_connections, a running one stays within workers × pool size, and it
+// keeps the connections it opened while idle.
 import assert from 'node:assert/strict';
 import { it } from './helpers/requirements.js';
 import {
