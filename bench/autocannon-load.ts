@@ -5,6 +5,7 @@ import type { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { LoadSpec } from './load.js';
+import { percentile } from './report.js';
 import { plantBody, shares } from './scenarios.js';
 
 // autocannon ships no types: the part of its API used here.
@@ -53,12 +54,11 @@ const run = autocannon({
 run.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
 const r = await run;
 const cpu = process.cpuUsage(cpu0);
-latencies.sort((a, b) => a - b);
 const result = {
   requests: r.requests.total,
   seconds: r.duration,
   errors: r.non2xx + r.errors + r.timeouts,
-  p99Ms: latencies[Math.floor(0.99 * latencies.length)] ?? 0,
+  p99Ms: percentile(latencies, 0.99),
   cpuSeconds: (cpu.user + cpu.system) / 1e6,
 };
 process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);

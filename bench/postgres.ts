@@ -8,7 +8,7 @@ import { issueToken } from '../src/auth/tokens.js';
 import { openStore } from '../src/store/open-store.js';
 import { plants } from './preload.js';
 import { LOAD_CPU, cpuSeconds, output, start, stat } from './procs.js';
-import type { Round } from './report.js';
+import { percentile, type Round } from './report.js';
 
 async function sql<T, R = void>(url: string, text: string, read?: (rows: T[]) => R) {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -96,11 +96,10 @@ export async function pgbench(db: ScratchDatabase, script: string, connections: 
   }
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
   if (code !== 0 || !tps) throw new Error(`pgbench failed (exit ${String(code)}): ${out.slice(-2000)}`);
-  latencies.sort((a, b) => a - b);
   const per = (sec: number) => (sec * 1e6) / (tps * seconds);
   return {
     rps: tps,
-    p99Ms: latencies[Math.floor(latencies.length * 0.99)]! / 1000,
+    p99Ms: percentile(latencies, 0.99) / 1000,
     requests: Math.round(tps * seconds),
     errors: 0,
     cpu: [per(db.cpu() - pg0), per(own)],

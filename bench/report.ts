@@ -42,6 +42,12 @@ const x = (n: number) => `${(Math.floor(n * 100) / 100).toFixed(2)}×`;
 const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
 const ms = (n: number) => `${n.toFixed(2)} ms`;
 const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+/** The value below which a share `p` (0..1) of `values` lies; 0 without values. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(p * sorted.length)] ?? 0;
+}
+
 /** The round with the most requests per second. */
 export const best = (rounds: Round[]): Round => rounds.reduce((a, b) => (b.rps > a.rps ? b : a));
 

@@ -13,7 +13,7 @@ import { runLoad, wrkVersion } from './load.js';
 import { pgbench, scratchDatabase, type ScratchDatabase } from './postgres.js';
 import { preload } from './preload.js';
 import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
-import { best, report, roundLine, type Outcome, type Round } from './report.js';
+import { best, percentile, report, roundLine, type Outcome, type Round } from './report.js';
 import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -90,8 +90,7 @@ function fsyncMs(): [p50: number, p99: number] {
     ms.push(performance.now() - t0);
   }
   fs.closeSync(fd);
-  ms.sort((a, b) => a - b);
-  return [ms[100]!, ms[198]!];
+  return [percentile(ms, 0.5), percentile(ms, 0.99)];
 }
 
 /** Cursors at evenly spread points of the list, found by walking it with pages of 1000. */
