@@ -1,6 +1,14 @@
 // The SQLite writer thread. COMMIT waits for fsync; running it here lets the
 // main thread keep parsing and answering requests meanwhile, and the writes
 // that arrive during one fsync form the next group commit.
+//
+// Two other shapes were measured with the service on one core, and neither was
+// better. Committing on the main thread saves the thread switches, but every
+// fsync then stalls every request: `owners` (90 % lists) ran about a third
+// slower. Committing with synchronous=NORMAL and fsyncing the WAL off this
+// thread before answering, so that the next batch could commit during the
+// fsync, was no faster for `create`: its clients all wait on the same fsync
+// anyway. With smaller batches to overlap it cost more CPU per create.
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
