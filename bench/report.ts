@@ -31,8 +31,8 @@ interface RunInfo {
   machine: string;
   method: string;
   serviceFlags: string[];
-  loadavg: [number, number];
-  cpus: number;
+  /** Share of the CPUs' time in use by other work just before the run. */
+  busy: number;
   fsync: [p50: number, p99: number];
   pgHost?: string | undefined;
 }
@@ -85,7 +85,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     '',
     `\`${run.command}\`, ${run.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
     '',
-    `- Machine: ${run.machine}; load average ${run.loadavg[0].toFixed(2)} at the start, ${run.loadavg[1].toFixed(2)} at the end (other work on the machine lowers both servers' numbers).`,
+    `- Machine: ${run.machine}; ${Math.round(run.busy * 100)} % of its CPU time in use by other work in the 3 s before the run (other work lowers both servers' numbers).`,
     `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
     `- Service: \`node dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${run.serviceFlags.length ? ` \`${run.serviceFlags.join(' ')}\`` : ''}, as \`npm start\` runs it${run.serviceFlags.length ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
     '- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging.',
@@ -122,10 +122,10 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       ...onPg.map(row),
       '',
     );
-  // Two busy processes of ours (a server and the load generator) at a time.
-  if (run.loadavg[0] > run.cpus)
+  // Half a core of 2 taken by something else.
+  if (run.busy > 0.25)
     lines.push(
-      `**The machine was busy before the run began** (load average ${run.loadavg[0].toFixed(2)} on ${run.cpus} CPUs): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
+      `**The machine was busy before the run began** (${Math.round(run.busy * 100)} % of its CPU time in use): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
       '',
     );
   lines.push(

@@ -4,7 +4,7 @@
 // alternating rounds.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
-import { cpus, loadavg, release, tmpdir } from 'node:os';
+import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -78,6 +78,18 @@ const env = Object.fromEntries(
 );
 const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
+
+/** The share of all CPUs' time spent busy over `ms` while the bench waits: other work on the machine. */
+async function busyShare(ms: number): Promise<number> {
+  const times = (): [idle: number, all: number] => [
+    cpus().reduce((t, c) => t + c.times.idle, 0),
+    cpus().reduce((t, c) => t + Object.values(c.times).reduce((a, b) => a + b), 0),
+  ];
+  const [idle0, all0] = times();
+  await new Promise((r) => setTimeout(r, ms));
+  const [idle1, all1] = times();
+  return 1 - (idle1 - idle0) / Math.max(1, all1 - all0);
+}
 
 /** fsync latency of the disk under the temporary folder: a create is answered only after one. */
 function fsyncMs(): [p50: number, p99: number] {
@@ -207,7 +219,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
 }
 
 const startedAt = new Date();
-const load0 = loadavg()[0]!;
+const busy = await busyShare(3000);
 const fsync = fsyncMs();
 console.log(
   `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
@@ -229,8 +241,7 @@ const md = report(outcomes, {
     `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ` +
     (pinning.on ? 'servers on CPU 0, load generator on CPU 1' : `not pinned: ${pinning.why}`),
   serviceFlags,
-  loadavg: [load0, loadavg()[0]!],
-  cpus: cpus().length,
+  busy,
   fsync,
   pgHost: o.pg && new URL(o.pg).host,
 });
