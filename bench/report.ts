@@ -122,7 +122,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       ...onPg.map(row),
       '',
     );
-  // Half a core of 2 taken by something else.
+  // A quarter of all CPU time (half a core of two) taken by something else.
   if (run.busy > 0.25)
     lines.push(
       `**The machine was busy before the run began** (${Math.round(run.busy * 100)} % of its CPU time in use): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
