@@ -31,8 +31,8 @@ interface RunInfo {
   machine: string;
   method: string;
   serviceFlags: string[];
-  /** Share of the CPUs' time in use by other work just before the run. */
-  busy: number;
+  /** Share of the CPUs' time in use by other work in the `seconds` just before the run. */
+  busy: { share: number; seconds: number };
   fsync: [p50: number, p99: number];
   pgHost?: string | undefined;
 }
@@ -85,7 +85,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     '',
     `\`${run.command}\`, ${run.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
     '',
-    `- Machine: ${run.machine}; ${Math.round(run.busy * 100)} % of its CPU time in use by other work in the 3 s before the run (other work lowers both servers' numbers).`,
+    `- Machine: ${run.machine}; ${Math.round(run.busy.share * 100)} % of its CPU time in use by other work in the ${run.busy.seconds} s before the run (other work lowers both servers' numbers).`,
     `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
     `- Service: \`node dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${run.serviceFlags.length ? ` \`${run.serviceFlags.join(' ')}\`` : ''}, as \`npm start\` runs it${run.serviceFlags.length ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
     '- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging.',
@@ -123,9 +123,9 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       '',
     );
   // A quarter of all CPU time (half a core of two) taken by something else.
-  if (run.busy > 0.25)
+  if (run.busy.share > 0.25)
     lines.push(
-      `**The machine was busy before the run began** (${Math.round(run.busy * 100)} % of its CPU time in use): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
+      `**The machine was busy before the run began** (${Math.round(run.busy.share * 100)} % of its CPU time in use): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
       '',
     );
   lines.push(

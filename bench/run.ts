@@ -79,14 +79,16 @@ const env = Object.fromEntries(
 const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
 
-/** The share of all CPUs' time spent busy over `ms` while the bench waits: other work on the machine. */
-async function busyShare(ms: number): Promise<number> {
-  const times = (): [idle: number, all: number] => [
-    cpus().reduce((t, c) => t + c.times.idle, 0),
-    cpus().reduce((t, c) => t + Object.values(c.times).reduce((a, b) => a + b), 0),
-  ];
+/** The share of all CPUs' time spent busy over `seconds` while the bench waits: other work on the machine. */
+async function busyShare(seconds: number): Promise<number> {
+  // One snapshot of all CPUs each time, so idle and total are read at the same instant.
+  const times = () =>
+    cpus().reduce<[idle: number, all: number]>(
+      ([idle, all], { times: t }) => [idle + t.idle, all + t.user + t.nice + t.sys + t.idle + t.irq],
+      [0, 0],
+    );
   const [idle0, all0] = times();
-  await new Promise((r) => setTimeout(r, ms));
+  await new Promise((r) => setTimeout(r, seconds * 1000));
   const [idle1, all1] = times();
   return 1 - (idle1 - idle0) / Math.max(1, all1 - all0);
 }
@@ -219,7 +221,8 @@ async function runScenario(s: Scenario): Promise<Outcome> {
 }
 
 const startedAt = new Date();
-const busy = await busyShare(3000);
+const BUSY_SAMPLE_SECONDS = 3;
+const busy = { share: await busyShare(BUSY_SAMPLE_SECONDS), seconds: BUSY_SAMPLE_SECONDS };
 const fsync = fsyncMs();
 console.log(
   `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
