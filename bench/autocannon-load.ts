@@ -1,26 +1,24 @@
-// The fallback load generator when wrk is not installed: the same workload
-// as the wrk script (load.ts), sent by autocannon from its own process.
+// The fallback load generator when wrk is not installed: the wrk script's workload (load.ts), sent by autocannon from
+// its own process.
 //   node dist/bench/autocannon-load.js SPEC.json   (prints one RESULT line)
 import type { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { LoadSpec } from './load.js';
+import type { LoadResult, LoadSpec } from './load.js';
 import { percentile } from './report.js';
 import { plantBody, shares } from './scenarios.js';
 
 // autocannon ships no types: the part of its API used here.
 type Request = { method?: string; path?: string; headers?: Record<string, string>; body?: string };
 type Result = { requests: { total: number }; duration: number; non2xx: number; errors: number; timeouts: number };
-type Run = EventEmitter & PromiseLike<Result>;
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Run;
+const autocannon = createRequire(import.meta.url)('autocannon') as (o: object) => EventEmitter & PromiseLike<Result>;
 
 const spec = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 const { workload: w, tokens } = spec;
 const [pList, pCreate] = shares(w);
 const auth = tokens.map((t) => ({ authorization: `Bearer ${t}` }));
-let nextId = spec.firstId;
+let [nextId, oldest, seedAt] = [spec.firstId, 0, 0];
 const created: [owner: number, id: number][] = [];
-let [oldest, seedAt] = [0, 0];
 const chains: string[] = [];
 
 function mixed(req: Request): Request {
@@ -54,7 +52,7 @@ const run = autocannon({
 run.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
 const r = await run;
 const cpu = process.cpuUsage(cpu0);
-const result = {
+const result: LoadResult = {
   requests: r.requests.total,
   seconds: r.duration,
   errors: r.non2xx + r.errors + r.timeouts,

@@ -1,33 +1,24 @@
-// Load generators: wrk (a C client driven by a Lua script) when installed,
-// autocannon (Node) otherwise. Either runs in its own process on the load
-// CPU, sends the scenario's workload for a while and reports what it saw.
+// Load generators: wrk (a C client driven by a Lua script) when installed, autocannon (Node) otherwise. Either runs in
+// its own process on the load CPU, sends the scenario's workload for a while and prints a RESULT line (LoadResult).
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { shares, type Workload } from './scenarios.js';
-import { LOAD_CPU, output, start } from './procs.js';
+import { LOAD_CPU, result, start } from './procs.js';
 
+/** Created plants' ids start above `firstId`; paging starts from the `seeds` cursors ('' = the first page). */
 export interface LoadSpec {
   url: string;
   connections: number;
   seconds: number;
   workload: Workload;
   tokens: string[];
-  /** Ids of created plants start above this. */
   firstId: number;
-  /** Cursors to start paging from ('' = the first page). */
   seeds: string[];
 }
 
-export interface LoadResult {
-  requests: number;
-  seconds: number;
-  /** Non-2xx answers, socket errors and timeouts. */
-  errors: number;
-  p99Ms: number;
-  /** CPU seconds the load generator used. */
-  cpuSeconds: number;
-}
+/** `errors`: non-2xx answers, socket errors and timeouts; `cpuSeconds`: the load generator's own CPU time. */
+export type LoadResult = { requests: number; seconds: number; errors: number; p99Ms: number; cpuSeconds: number };
 
 // wrk -v prints its version (and exits 1).
 export const wrkVersion = /^wrk (\S+)/.exec(String(spawnSync('wrk', ['-v']).stdout ?? ''))?.[1];
@@ -41,27 +32,22 @@ export function wrkScript(spec: LoadSpec): string {
 local function send()
   local c = table.remove(chains)
   if c == nil then seedAt = seedAt % #seeds + 1; c = seeds[seedAt] end
-  local path = "/plants?limit=" .. limit
-  if c ~= "" then path = path .. "&cursor=" .. c end
-  return wrk.format("GET", path, auth[1])
+  return wrk.format("GET", "/plants?limit=" .. limit .. (c ~= "" and "&cursor=" .. c or ""), auth[1])
 end
 function response(status, headers, body)
   local link = headers["link"] or headers["Link"]
   if link then chains[#chains + 1] = link:match("cursor=([^>&]+)") end
 end`;
   const mixed = `
-local function create(t)
-  nextId = nextId + 1
-  local id = nextId
-  local body = string.format('{"id":%d,"name":"plant-%d"}', id, id)
-  if id % 2 == 0 then body = string.format('{"id":%d,"name":"plant-%d","tag":"fern"}', id, id) end
-  tail = tail + 1; qt[tail] = t; qi[tail] = id
-  return wrk.format("POST", "/plants", json[t], body)
-end
 local function send()
   local r, t = math.random(), math.random(#tokens)
   if r < ${pList} then return lists[t] end
-  if r < ${pCreate} or tail - head < 1000 then return create(t) end
+  if r < ${pCreate} or tail - head < 1000 then
+    nextId, tail = nextId + 1, tail + 1
+    qt[tail], qi[tail] = t, nextId
+    local tag = nextId % 2 == 0 and ',"tag":"fern"' or ""
+    return wrk.format("POST", "/plants", json[t], string.format('{"id":%d,"name":"plant-%d"%s}', nextId, nextId, tag))
+  end
   t, head = qt[head], head + 1
   return wrk.format("DELETE", string.format("/plants/%d", qi[head - 1]), auth[t])
 end`;
@@ -74,7 +60,7 @@ function init(args)
   for i, t in ipairs(tokens) do
     auth[i] = { Authorization = "Bearer " .. t }
     json[i] = { Authorization = "Bearer " .. t, ["Content-Type"] = "application/json" }
-    lists[i] = wrk.format("GET", "/plants?limit=" .. limit, { Authorization = "Bearer " .. t })
+    lists[i] = wrk.format("GET", "/plants?limit=" .. limit, auth[i])
   end
 end
 ${spec.workload.page ? paging : mixed}
@@ -92,20 +78,12 @@ end
 `;
 }
 
-async function collect(child: ReturnType<typeof start>, what: string): Promise<LoadResult> {
-  const [code, out] = await output(child);
-  const json = /^RESULT (\{.*\})$/m.exec(out)?.[1];
-  if (code === 0 && json) return JSON.parse(json) as LoadResult;
-  throw new Error(`${what} failed (exit ${code}): ${out.slice(-2000)}`);
-}
-
-export function runLoad(spec: LoadSpec, tool: 'wrk' | 'autocannon', tmpFile: string): Promise<LoadResult> {
-  if (tool === 'wrk') {
-    writeFileSync(tmpFile, wrkScript(spec));
-    const args = ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', tmpFile, spec.url];
-    return collect(start(LOAD_CPU, 'wrk', args), 'wrk');
-  }
-  writeFileSync(tmpFile, JSON.stringify(spec));
-  const script = fileURLToPath(new URL('./autocannon-load.js', import.meta.url));
-  return collect(start(LOAD_CPU, process.execPath, [script, tmpFile]), 'autocannon');
+export async function runLoad(spec: LoadSpec, tool: string, file: string): Promise<LoadResult> {
+  const wrk = tool === 'wrk';
+  writeFileSync(file, wrk ? wrkScript(spec) : JSON.stringify(spec));
+  const args = wrk
+    ? ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', file, spec.url]
+    : [fileURLToPath(new URL('./autocannon-load.js', import.meta.url)), file];
+  const read = (out: string) => /^RESULT (\{.*\})$/m.exec(out)?.[1];
+  return JSON.parse(await result(start(LOAD_CPU, wrk ? 'wrk' : process.execPath, args), tool, read)) as LoadResult;
 }

@@ -1,20 +1,18 @@
 // npm run bench [-- options] [-- extra service flags]
-// The service started as `npm start` starts it, next to an in-memory
-// baseline (or on PostgreSQL, next to pgbench), under the same load, in
-// alternating rounds.
-import { spawnSync, type ChildProcess } from 'node:child_process';
+// The service started as `npm start` starts it, next to an in-memory baseline (or on PostgreSQL, next to pgbench),
+// under the same load, in alternating rounds.
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import { cpus, release, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startIssuer, type Issuer } from './jwt.js';
+import { startIssuer } from './jwt.js';
 import { runLoad, wrkVersion } from './load.js';
-import { pgbench, scratchDatabase, type ScratchDatabase } from './postgres.js';
-import { preload } from './preload.js';
-import { SERVER_CPU, cpuSeconds, freePort, pinning, ready, start, stop } from './procs.js';
-import { best, percentile, report, roundLine, type Outcome, type Round } from './report.js';
-import { SCENARIOS, ownerName, readOnly, type Scenario } from './scenarios.js';
+import { SERVER_CPU, cpuSeconds, freePort, get, ready, start, stop, unpinned } from './procs.js';
+import { percentile, report, roundLine, type Outcome, type Round } from './report.js';
+import { SCENARIOS, ownerName, type Scenario } from './scenarios.js';
+import { pgbench, preload, scratchDatabase } from './stores.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const names = SCENARIOS.map((s) => s.name);
@@ -55,7 +53,7 @@ if (o.help) {
   console.log(HELP);
   process.exit(0);
 }
-const tool = o.loadgen as 'wrk' | 'autocannon';
+const tool = o.loadgen;
 if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
 if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
 if (o.pg && spawnSync('pgbench', ['--version']).status !== 0)
@@ -79,155 +77,111 @@ const env = Object.fromEntries(
 const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
 
-/** The share of all CPUs' time spent busy over `seconds` while the bench waits: other work on the machine. */
-async function busyShare(seconds: number): Promise<number> {
-  // One snapshot of all CPUs each time, so idle and total are read at the same instant.
-  const times = () =>
-    cpus().reduce<[idle: number, all: number]>(
-      ([idle, all], { times: t }) => [idle + t.idle, all + t.user + t.nice + t.sys + t.idle + t.irq],
-      [0, 0],
-    );
-  const [idle0, all0] = times();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  const [idle1, all1] = times();
-  return 1 - (idle1 - idle0) / Math.max(1, all1 - all0);
-}
-
-/** fsync latency of the disk under the temporary folder: a create is answered only after one. */
-function fsyncMs(): [p50: number, p99: number] {
-  const fd = fs.openSync(join(dir, 'fsync.tmp'), 'w');
-  const ms: number[] = [];
-  for (let i = 0; i < 200; i++) {
-    fs.writeSync(fd, Buffer.alloc(4096, i));
-    const t0 = performance.now();
-    fs.fsyncSync(fd);
-    ms.push(performance.now() - t0);
-  }
-  fs.closeSync(fd);
-  return [percentile(ms, 0.5), percentile(ms, 0.99)];
-}
-
 /** Cursors at evenly spread points of the list, found by walking it with pages of 1000. */
 async function seedsFor(url: string, token: string, rows: number, count: number): Promise<string[]> {
   const every = Math.max(1, Math.floor(rows / 1000 / count));
   const seeds = [''];
-  let path: string | undefined = '/plants?limit=1000';
-  for (let page = 1; path !== undefined && seeds.length < count; page++) {
-    const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
-    await res.arrayBuffer();
-    const cursor = /cursor=([^>&]+)/.exec(res.headers.get('link') ?? '')?.[1];
+  for (let page = 1, cursor: string | undefined = ''; cursor !== undefined && seeds.length < count; page++) {
+    const res = await get(`${url}/plants?limit=1000${cursor && `&cursor=${cursor}`}`, token);
+    cursor = /cursor=([^>&]+)/.exec(res.headers.get('link') ?? '')?.[1];
     if (cursor && page % every === 0) seeds.push(cursor);
-    path = cursor && `/plants?limit=1000&cursor=${cursor}`;
   }
   return seeds;
 }
 
-/** A SQLite file with the scenario's plants; read-only scenarios on the same data share one. */
-const prepared = new Map<string, string[]>();
-async function sqliteFile(s: Scenario): Promise<{ db: string; tokens: string[] }> {
-  const key = join(dir, `${s.owners}x${s.rowsPerOwner}.db`);
-  const db = readOnly(s.workload) ? key : join(dir, `${s.name}.db`);
-  if (!prepared.has(db)) {
-    const t0 = performance.now();
-    prepared.set(db, await preload(db, s.owners, s.rowsPerOwner));
-    console.log(`  stored ${s.owners * s.rowsPerOwner} plants in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  }
-  return { db, tokens: prepared.get(db)! };
-}
-
-/** A server under the load generator: one round measures its rate, p99 and CPU (with PostgreSQL's, `pgCpu`). */
-async function httpSide(
-  s: Scenario,
-  name: string,
-  child: ChildProcess,
-  port: number,
-  tokens: string[],
-  pgCpu?: () => number,
-) {
-  const url = `http://127.0.0.1:${port}`;
-  // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
-  if (s.jwt && name === 'service') await ready(child, `${url}/readyz`, '', name);
-  await ready(child, `${url}/plants?limit=1`, tokens[0]!, name);
-  const seeds = s.workload.page ? await seedsFor(url, tokens[0]!, s.rowsPerOwner, connections) : [];
-  return async (secs: number): Promise<Round> => {
-    const [own0, pg0] = [cpuSeconds(child.pid!), pgCpu?.() ?? 0];
-    const spec = { url, connections, workload: s.workload, tokens, seeds, seconds: secs, firstId: 1e9 * ++runs };
-    const r = await runLoad(spec, tool, join(dir, 'load.tmp'));
-    const per = (sec: number) => (sec * 1e6) / r.requests;
-    const cpu = [per(cpuSeconds(child.pid!) - own0), ...(pgCpu ? [per(pgCpu() - pg0)] : [])];
-    return { ...r, rps: r.requests / r.seconds, cpu, loadPct: (100 * r.cpuSeconds) / r.seconds };
-  };
-}
+/** Tokens by SQLite file: read-only scenarios on the same data share one. */
+const sqliteFiles = new Map<string, string[]>();
 
 async function runScenario(s: Scenario): Promise<Outcome> {
   console.log(`\n${s.name}: ${s.title}`);
-  const log = join(dir, `${s.name}-service.log`);
-  const children: ChildProcess[] = [];
-  let pg: ScratchDatabase | undefined;
-  let issuer: Issuer | undefined;
+  const cleanup: (() => Promise<unknown>)[] = []; // run last first
   try {
-    pg = s.pgbench ? await scratchDatabase(o.pg!, ownerName(0), s.rowsPerOwner) : undefined;
-    const { db, tokens: opaque } = pg ? { db: pg.url, tokens: [pg.token] } : await sqliteFile(s);
-    issuer = s.jwt ? await startIssuer() : undefined;
-    // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
-    const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer!.token(ownerName(i)))) : opaque;
-    const sPort = await freePort();
-    // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own database and port. On
-    // PostgreSQL not pinned, like PostgreSQL itself: each request needs both.
-    const flags = ['serve', '--db', db, '--port', String(sPort), ...(issuer?.flags ?? []), ...serviceFlags];
-    children.push(
-      start(pg ? undefined : SERVER_CPU, process.execPath, [...prof, here('../src/cli/bin.js'), ...flags], log, env),
-    );
-    let reference: (secs: number) => Promise<Round>;
-    const onPg = pg;
-    if (onPg) reference = (secs) => pgbench(onPg, s.pgbench!, connections, secs, dir);
-    else {
-      const [spec, bPort] = [join(dir, `${s.name}-baseline.json`), await freePort()];
-      const owners = tokens.map((token, i) => ({ owner: ownerName(i), token, rows: s.rowsPerOwner }));
-      fs.writeFileSync(spec, JSON.stringify({ owners }));
-      const args = [here('./baseline.js'), spec, String(bPort)];
-      children.push(start(SERVER_CPU, process.execPath, args, join(dir, `${s.name}-baseline.log`)));
-      reference = await httpSide(s, 'baseline', children[1]!, bPort, tokens);
+    const pg = s.pgbench ? await scratchDatabase(o.pg!, s.owners, s.rowsPerOwner) : undefined;
+    if (pg) cleanup.push(pg.drop);
+    const file = s.workload.create || s.workload.delete ? s.name : `${s.owners}x${s.rowsPerOwner}`;
+    const db = pg?.url ?? join(dir, `${file}.db`);
+    if (!pg && !sqliteFiles.has(db)) {
+      const t0 = performance.now();
+      sqliteFiles.set(db, await preload(db, s.owners, s.rowsPerOwner));
+      console.log(`  stored ${s.owners * s.rowsPerOwner} plants in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
+    const issuer = s.jwt ? await startIssuer() : undefined;
+    if (issuer) cleanup.push(issuer.close);
+    // Both servers get the JWTs as the tokens: the baseline looks them up like any bearer string.
+    const opaque = pg?.tokens ?? sqliteFiles.get(db)!;
+    const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
+
+    /** Starts a server; each call of what it returns is a round of load on it: its rate, p99, CPU (and PostgreSQL's). */
+    const serve = async (name: string, port: number, args: string[], pgCpu?: () => number) => {
+      const child = start(pg ? undefined : SERVER_CPU, process.execPath, args, join(dir, `${s.name}-${name}.log`), env);
+      cleanup.push(() => stop(child));
+      const url = `http://127.0.0.1:${port}`;
+      // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
+      if (issuer && name === 'service') await ready(child, `${url}/readyz`, '', name);
+      await ready(child, `${url}/plants?limit=1`, tokens[0]!, name);
+      const seeds = s.workload.page ? await seedsFor(url, tokens[0]!, s.rowsPerOwner, connections) : [];
+      return async (secs: number): Promise<Round> => {
+        const [own0, pg0] = [cpuSeconds(child.pid!), pgCpu?.() ?? 0];
+        const spec = { url, connections, workload: s.workload, tokens, seeds, seconds: secs, firstId: 1e9 * ++runs };
+        const r = await runLoad(spec, tool, join(dir, 'load.tmp'));
+        const per = (sec: number) => (sec * 1e6) / r.requests;
+        const cpu = [per(cpuSeconds(child.pid!) - own0), ...(pgCpu ? [per(pgCpu() - pg0)] : [])];
+        return { ...r, rps: r.requests / r.seconds, cpu, loadPct: (100 * r.cpuSeconds) / r.seconds };
+      };
+    };
+    // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own database and port. On PostgreSQL not pinned,
+    // like PostgreSQL itself: each request needs both.
+    const [port, basePort] = [await freePort(), pg ? 0 : await freePort()];
+    const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
+    const service = await serve('service', port, [...prof, here('../src/cli/bin.js'), ...flags], pg?.cpu);
+    fs.writeFileSync(join(dir, 'tokens'), tokens.join('\n'));
+    const baseline = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), join(dir, 'tokens')];
     const sides = [
-      { name: pg ? 'pgbench' : 'baseline', round: reference, rounds: [] as Round[] },
-      {
-        name: 'service',
-        round: await httpSide(s, 'service', children[0]!, sPort, tokens, pg?.cpu),
-        rounds: [] as Round[],
-      },
-    ];
+      pg
+        ? { name: 'pgbench', round: (secs: number) => pgbench(pg, s.pgbench!, connections, secs, dir) }
+        : { name: 'baseline', round: await serve('baseline', basePort, baseline) },
+      { name: 'service', round: service },
+    ].map((side) => ({ ...side, rounds: [] as Round[] }));
     if (warmup > 0) for (const side of sides) await side.round(warmup);
-    for (let i = 0; i < rounds; i++) {
+    for (let i = 0; i < rounds; i++)
       for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
         side.rounds.push(await side.round(seconds));
         console.log(roundLine(side.name, side.rounds.at(-1)!));
       }
-    }
-    const [ref, svc] = sides.map((side) => side.rounds);
-    return {
-      scenario: s,
-      service: best(svc!),
-      reference: best(ref!),
-      errors: [...ref!, ...svc!].reduce((n, r) => n + r.errors, 0),
-      serviceRequests: svc!.reduce((n, r) => n + r.requests, 0),
-      serviceLogBytes: fs.statSync(log).size,
-    };
+    const logBytes = fs.statSync(join(dir, `${s.name}-service.log`)).size;
+    return { scenario: s, reference: sides[0]!.rounds, service: sides[1]!.rounds, logBytes };
   } finally {
-    for (const child of children) await stop(child);
-    await issuer?.close().catch(() => {});
-    await pg?.drop().catch((error: Error) => console.error(`  could not drop the scratch database: ${error.message}`));
+    for (const undo of cleanup.reverse()) await undo();
   }
 }
 
 const startedAt = new Date();
+// The share of all CPUs' time in use by other work in the seconds before the run. Each sample is one snapshot of all
+// CPUs, so idle and total time are read at the same instant.
 const BUSY_SAMPLE_SECONDS = 3;
-const busy = { share: await busyShare(BUSY_SAMPLE_SECONDS), seconds: BUSY_SAMPLE_SECONDS };
-const fsync = fsyncMs();
-console.log(
-  `bench: ${scenarios.map((s) => s.name).join(', ')}; ${rounds} × ${seconds} s per server, ${connections} connections, ` +
-    `${tool}${pinning.on ? ', server on CPU 0 and load generator on CPU 1' : `, not pinned (${pinning.why})`}`,
-);
+const idleAndAll = () =>
+  cpus().reduce<[number, number]>(
+    ([idle, all], { times: t }) => [idle + t.idle, all + t.user + t.nice + t.sys + t.idle + t.irq],
+    [0, 0],
+  );
+const [idle0, all0] = idleAndAll();
+await new Promise((r) => setTimeout(r, BUSY_SAMPLE_SECONDS * 1000));
+const [idle1, all1] = idleAndAll();
+const busy = { share: 1 - (idle1 - idle0) / Math.max(1, all1 - all0), seconds: BUSY_SAMPLE_SECONDS };
+
+// fsync latency of the disk under the temporary folder: a create is answered only after one.
+const fd = fs.openSync(join(dir, 'fsync.tmp'), 'w');
+const fsyncs = Array.from({ length: 200 }, (_, i) => {
+  fs.writeSync(fd, Buffer.alloc(4096, i));
+  const t0 = performance.now();
+  fs.fsyncSync(fd);
+  return performance.now() - t0;
+});
+fs.closeSync(fd);
+
+const pinning = unpinned ? `not pinned: ${unpinned}` : 'servers on CPU 0, load generator on CPU 1';
+const chosen = scenarios.map((s) => s.name).join(', ');
+console.log(`bench: ${chosen}; ${rounds} × ${seconds} s per server, ${connections} connections, ${tool}; ${pinning}`);
 const outcomes: Outcome[] = [];
 try {
   for (const s of scenarios) outcomes.push(await runScenario(s));
@@ -237,15 +191,12 @@ try {
 }
 const md = report(outcomes, {
   startedAt,
-  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-  machine: `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Linux ${release()}, Node ${process.versions.node}`,
   method:
     `${tool === 'wrk' ? `wrk ${wrkVersion}, 1 thread` : 'autocannon'}, ${connections} connections; ` +
-    `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ` +
-    (pinning.on ? 'servers on CPU 0, load generator on CPU 1' : `not pinned: ${pinning.why}`),
+    `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ${pinning}`,
   serviceFlags,
   busy,
-  fsync,
+  fsync: [percentile(fsyncs, 0.5), percentile(fsyncs, 0.99)],
   pgHost: o.pg && new URL(o.pg).host,
 });
 console.log(`\n${md}`);

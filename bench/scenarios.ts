@@ -1,17 +1,13 @@
-// What each scenario stores before the servers start, what the load
-// generator sends, and what the service is measured against: the in-memory
-// baseline (baseline.ts), which gets the same owners, tokens and plants, or
-// on PostgreSQL pgbench, running what the same requests need of the database.
+// What each scenario stores before the servers start, what the load generator sends, and what the service is measured
+// against: the in-memory baseline (baseline.ts), which gets the same owners, tokens and plants, or on PostgreSQL
+// pgbench, running what the same requests need of the database.
 
-/** Shares of each request kind (they need not add up to 1). */
+/** Shares of each request kind (they need not add up to 1), and `?limit=` of list and page requests. */
 export interface Workload {
   list?: number;
   create?: number;
-  /** Deletes a plant created 1000 creates earlier in the same run (until there is one, a create). */
-  delete?: number;
-  /** Follows `Link: rel="next"` cursors, starting from cursors spread over the whole list. */
-  page?: number;
-  /** `?limit=` of list and page requests. */
+  delete?: number; // of a plant created 1000 creates earlier in the same run (until there is one, a create)
+  page?: number; // follows `Link: rel="next"` cursors, starting from cursors spread over the whole list
   limit: number;
 }
 
@@ -21,14 +17,10 @@ export interface Scenario {
   owners: number;
   rowsPerOwner: number;
   workload: Workload;
-  /** Send JWTs (signed by bench/jwt.ts, owner in `sub`) instead of the opaque tokens. */
-  jwt?: boolean;
-  /** On PostgreSQL (needs --pg), next to pgbench running this script per transaction. */
-  pgbench?: string;
-  /** Targets at the default settings: service / baseline req/s, and service p99. */
-  target?: { ratio: number; p99Ms?: number };
-  /** Also reported as a share of that scenario's service req/s, with an optional target. */
-  vs?: { name: string; min?: number };
+  jwt?: boolean; // send JWTs (signed by jwt.ts, owner in `sub`) instead of the opaque tokens
+  pgbench?: string; // on PostgreSQL (needs --pg), next to pgbench running this script per transaction
+  target?: { ratio: number; p99Ms?: number }; // at the default settings: service / baseline req/s, and service p99
+  vs?: { name: string; min?: number }; // also reported as a share of that scenario's service req/s, maybe with a target
 }
 
 export const ownerName = (i: number) => `owner${i}`;
@@ -112,11 +104,8 @@ INSERT INTO plants (owner, id, name, tag) VALUES ('pgbench', :id, 'plant', 'fern
 export const plantBody = (id: number) =>
   id % 2 === 0 ? { id, name: `plant-${id}`, tag: 'fern' } : { id, name: `plant-${id}` };
 
-export const readOnly = (w: Workload) => !w.create && !w.delete;
-
-/** Cumulative thresholds for one random number: [list, list+create, list+create+delete] / total. */
-export function shares(w: Workload): [number, number, number] {
-  const total = (w.list ?? 0) + (w.create ?? 0) + (w.delete ?? 0);
-  const list = (w.list ?? 0) / total;
-  return [list, list + (w.create ?? 0) / total, 1];
+/** Cumulative thresholds for one random number: [list, list+create] / total (above them, a delete). */
+export function shares({ list = 0, create = 0, delete: del = 0 }: Workload): [number, number] {
+  const total = list + create + del;
+  return [list / total, list / total + create / total];
 }
