@@ -51,19 +51,13 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** GET `url` with this bearer token, its body read. */
-export async function get(url: string, token: string): Promise<Response> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
-  await res.arrayBuffer();
-  return res;
-}
-
 /** Waits until `url` answers 200 with this token (503: not yet), or the process exits. */
 export async function ready(child: ChildProcess, url: string, token: string, what: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode}`);
-    const res = await get(url, token).catch(() => undefined); // not listening yet
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined); // not up yet
+    await res?.arrayBuffer();
     if (res?.status === 200) return;
     if (res && res.status !== 503) throw new Error(`${what} answered ${res.status} to ${url}`);
     if (Date.now() > deadline) throw new Error(`${what} did not answer ${url} within 60 s`);

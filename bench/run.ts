@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startIssuer } from './jwt.js';
 import { runLoad, wrkVersion } from './load.js';
-import { SERVER_CPU, cpuSeconds, freePort, get, ready, start, stop, unpinned } from './procs.js';
+import { PlantStoreClient } from '../src/client/index.js';
+import { SERVER_CPU, cpuSeconds, freePort, ready, start, stop, unpinned } from './procs.js';
 import { percentile, report, roundLine, type Outcome, type Round } from './report.js';
 import { SCENARIOS, ownerName, type Scenario } from './scenarios.js';
 import { pgbench, preload, scratchDatabase } from './stores.js';
@@ -78,12 +79,11 @@ const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
 
 /** Cursors at evenly spread points of the list, found by walking it with pages of 1000. */
-async function seedsFor(url: string, token: string, rows: number, count: number): Promise<string[]> {
-  const every = Math.max(1, Math.floor(rows / 1000 / count));
+async function seedsFor(baseUrl: string, token: string, rows: number, count: number): Promise<string[]> {
+  const [client, every] = [new PlantStoreClient({ baseUrl, token }), Math.max(1, Math.floor(rows / 1000 / count))];
   const seeds = [''];
   for (let page = 1, cursor: string | undefined = ''; cursor !== undefined && seeds.length < count; page++) {
-    const res = await get(`${url}/plants?limit=1000${cursor && `&cursor=${cursor}`}`, token);
-    cursor = /cursor=([^>&]+)/.exec(res.headers.get('link') ?? '')?.[1];
+    cursor = (await client.listPage({ limit: 1000, ...(cursor && { cursor }) })).next;
     if (cursor && page % every === 0) seeds.push(cursor);
   }
   return seeds;
@@ -131,15 +131,18 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     };
     // Exactly `npm start` (node dist/src/cli/bin.js serve), on its own database and port. On PostgreSQL not pinned,
     // like PostgreSQL itself: each request needs both.
-    const [port, basePort] = [await freePort(), pg ? 0 : await freePort()];
+    const port = await freePort();
     const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
     const service = await serve('service', port, [...prof, here('../src/cli/bin.js'), ...flags], pg?.cpu);
-    fs.writeFileSync(join(dir, 'tokens'), tokens.join('\n'));
-    const baseline = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), join(dir, 'tokens')];
+    const baseline = async () => {
+      const [basePort, file] = [await freePort(), join(dir, 'tokens')];
+      fs.writeFileSync(file, tokens.join('\n'));
+      return serve('baseline', basePort, [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), file]);
+    };
     const sides = [
       pg
         ? { name: 'pgbench', round: (secs: number) => pgbench(pg, s.pgbench!, connections, secs, dir) }
-        : { name: 'baseline', round: await serve('baseline', basePort, baseline) },
+        : { name: 'baseline', round: await baseline() },
       { name: 'service', round: service },
     ].map((side) => ({ ...side, rounds: [] as Round[] }));
     if (warmup > 0) for (const side of sides) await side.round(warmup);

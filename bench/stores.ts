@@ -20,11 +20,11 @@ export async function preload(db: string, owners: number, rows: number): Promise
     for (const owner of Array.from({ length: owners }, (_, i) => ownerName(i))) {
       tokens.push((await issueToken(store.tokens, { owner })).token);
       for (let from = 1; from <= rows; from += BATCH) {
-        const batch = Array.from({ length: Math.min(BATCH, rows - from + 1) }, (_, i) => plantBody(from + i));
-        const n = await store.plants.insertMany(
-          owner,
-          batch.map((p) => ({ ...p, id: BigInt(p.id) })),
-        );
+        const batch = Array.from({ length: Math.min(BATCH, rows - from + 1) }, (_, i) => {
+          const { id, name, tag } = plantBody(from + i);
+          return { id: BigInt(id), name, tag };
+        });
+        const n = await store.plants.insertMany(owner, batch);
         if (n !== batch.length) throw new Error(`preload stored ${n} of ${batch.length} plants for ${owner}`);
       }
     }
