@@ -15,6 +15,8 @@ export interface RunInfo {
   startedAt: Date;
   method: string;
   serviceFlags: string[];
+  /** The Node flags of `npm start`, given to both servers. */
+  nodeFlags: string[];
   /** Share of the CPUs' time in use by other work in the `seconds` just before the run. */
   busy: { share: number; seconds: number };
   fsync: [p50: number, p99: number];
@@ -75,8 +77,8 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     '',
     `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Linux ${release()}, Node ${process.versions.node}; ${busy} % of its CPU time in use by other work in the ${run.busy.seconds} s before the run (other work lowers both servers' numbers).`,
     `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
-    `- Service: \`node dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${flags ? ` \`${flags}\`` : ''}, as \`npm start\` runs it${flags ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
-    '- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging.',
+    `- Service: \`${['node', ...run.nodeFlags].join(' ')} dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${flags ? ` \`${flags}\`` : ''}, as \`npm start\` runs it${flags ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
+    `- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging${run.nodeFlags.length ? `; the same Node flags (\`${run.nodeFlags.join(' ')}\`)` : ''}.`,
     `- Load: ${run.method}.`,
     '',
   ];

@@ -7,6 +7,7 @@ import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { START_NODE_FLAGS } from './npm-start.js';
 
 const { values } = parseArgs({
   options: { minutes: { type: 'string', default: '10' }, connections: { type: 'string', default: '16' } },
@@ -18,9 +19,13 @@ const OWNERS = 20;
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-soak-'));
 const log = openSync(join(dir, 'server.log'), 'w');
 const cli = new URL('../src/cli/bin.js', import.meta.url).pathname;
-const server = spawn(process.execPath, [cli, 'serve', '--port', '0', '--db', join(dir, 'plants.db')], {
-  stdio: ['ignore', log, 'pipe'],
-});
+const server = spawn(
+  process.execPath,
+  [...START_NODE_FLAGS, cli, 'serve', '--port', '0', '--db', join(dir, 'plants.db')],
+  {
+    stdio: ['ignore', log, 'pipe'],
+  },
+);
 let stderr = '';
 server.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
 

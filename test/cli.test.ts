@@ -159,7 +159,7 @@ describe('plant-store help', () => {
       scripts: Record<string, string>;
     };
     assert.equal(pkg.bin['plant-store'], 'dist/src/cli/bin.js');
-    assert.match(pkg.scripts.start!, /^node dist\/src\/cli\/bin\.js serve\b/);
+    assert.match(pkg.scripts.start!, /^node --single-threaded-gc dist\/src\/cli\/bin\.js serve$/);
     const bin = readFileSync(new URL('../../dist/src/cli/bin.js', import.meta.url), 'utf8');
     assert.ok(bin.startsWith('#!/usr/bin/env node\n'), 'the bin file starts with a shebang');
     const [version, wrong] = await Promise.all([spawnCli(['--version']), spawnCli(['frobnicate'])]);

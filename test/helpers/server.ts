@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, afterEach } from './requirements.js';
 import { fileURLToPath } from 'node:url';
 import { runCliInProcess } from './cli.js';
+import { START_NODE_FLAGS } from '../../scripts/npm-start.js';
 
 /** Compiled helpers live in dist/test/helpers/, the CLI executable in dist/src/cli/bin.js. */
 export const CLI_PATH = fileURLToPath(new URL('../../src/cli/bin.js', import.meta.url));
@@ -180,7 +181,7 @@ export function serveArgs(db: string, ...extra: string[]): string[] {
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:(\d+))/;
 
 /**
- * Starts `plant-store serve ARGS` and waits until `listeners` processes logged
+ * Starts `plant-store serve ARGS` under the Node flags of `npm start` and waits until `listeners` processes logged
  * "Server listening at http://127.0.0.1:PORT" (one per worker with --workers).
  */
 export async function startServer(
@@ -196,11 +197,15 @@ export async function startServer(
   const listeners = opts.listeners ?? 1;
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const [command, ...prefixArgs] = [...(opts.prefix ?? []), process.execPath];
-  const child = spawn(command!, [...prefixArgs, '--enable-source-maps', CLI_PATH, 'serve', ...args], {
-    env: cleanEnv(opts.env),
-    cwd: opts.prefix ? '/' : scratch,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    command!,
+    [...prefixArgs, ...START_NODE_FLAGS, '--enable-source-maps', CLI_PATH, 'serve', ...args],
+    {
+      env: cleanEnv(opts.env),
+      cwd: opts.prefix ? '/' : scratch,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const pids = new Set<number>();
   live.set(child, pids);
   let stdout = '';
