@@ -37,8 +37,9 @@ const RETRY_AFTER_SECONDS = 5;
 const RESTART_AFTER_MS = 1000;
 // A commit costs far more than an insert (the WAL write and its fsync), so a
 // small batch waits a few turns of the event loop for more writes to join it:
-// until it is as large as the last batch (at most MIN_BATCH), for at most
-// MAX_WAIT_MS, each turn a poll for new requests. Under a stream of writes
+// until it is as large as the last batch (at most MIN_BATCH), or MAX_WAIT_MS
+// have passed, checked at the end of each turn (so a batch can wait up to a
+// turn longer), each turn a poll for new requests. Under a stream of writes
 // this fills batches; when writes are a few among many reads, a turn of the
 // event loop is long and brings few writes, so the time bound sends the
 // batch after one turn instead of holding a write for company that does not
