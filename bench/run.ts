@@ -14,12 +14,9 @@ import { SERVER_CPU, cpuSeconds, freePort, ready, start, stop, unpinned } from '
 import { percentile, report, roundLine, type Outcome, type Round } from './report.js';
 import { SCENARIOS, ownerName, type Scenario } from './scenarios.js';
 import { pgbench, preload, scratchDatabase } from './stores.js';
-import { START_NODE_FLAGS } from '../scripts/npm-start.js';
+import { START_NODE_FLAGS as nodeFlags } from '../scripts/npm-start.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
-// Both servers get the Node flags of `npm start`: the service runs as users start it, and the baseline under the same
-// runtime, so the ratio is the service's own cost.
-const nodeFlags = [...START_NODE_FLAGS];
 const names = SCENARIOS.map((s) => s.name);
 const HELP = `npm run bench [-- options] [-- service flags]
 
@@ -133,21 +130,16 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         return { ...r, rps: r.requests / r.seconds, cpu, loadPct: (100 * r.cpuSeconds) / r.seconds };
       };
     };
-    // Exactly `npm start` (node [its flags] dist/src/cli/bin.js serve), on its own database and port. On PostgreSQL not pinned,
-    // like PostgreSQL itself: each request needs both.
+    // Exactly `npm start` (node, its flags, dist/src/cli/bin.js serve), on its own database and port; the baseline gets
+    // the same Node flags, so the ratio is the service's own cost. On PostgreSQL not pinned, like PostgreSQL itself.
     const port = await freePort();
     const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
     const service = await serve('service', port, [...nodeFlags, ...prof, here('../src/cli/bin.js'), ...flags], pg?.cpu);
     const baseline = async () => {
       const [basePort, file] = [await freePort(), join(dir, 'tokens')];
       fs.writeFileSync(file, tokens.join('\n'));
-      return serve('baseline', basePort, [
-        ...nodeFlags,
-        here('./baseline.js'),
-        String(basePort),
-        String(s.rowsPerOwner),
-        file,
-      ]);
+      const args = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), file];
+      return serve('baseline', basePort, [...nodeFlags, ...args]);
     };
     const sides = [
       pg
@@ -208,7 +200,6 @@ const md = report(outcomes, {
     `${tool === 'wrk' ? `wrk ${wrkVersion}, 1 thread` : 'autocannon'}, ${connections} connections; ` +
     `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ${pinning}`,
   serviceFlags,
-  nodeFlags,
   busy,
   fsync: [percentile(fsyncs, 0.5), percentile(fsyncs, 0.99)],
   pgHost: o.pg && new URL(o.pg).host,
