@@ -1,7 +1,7 @@
 // The Markdown report: the tables, the targets, and whether the load generator could have limited the numbers.
 import { cpus, release } from 'node:os';
 import type { Scenario } from './scenarios.js';
-import { START_NODE_FLAGS } from '../scripts/npm-start.js';
+import { START_COMMAND, START_NODE_FLAGS } from '../scripts/npm-start.js';
 
 /**
  * One measured round of one side (the service, the baseline or pgbench). `errors`: non-2xx answers, socket errors and
@@ -76,7 +76,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     '',
     `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Linux ${release()}, Node ${process.versions.node}; ${busy} % of its CPU time in use by other work in the ${run.busy.seconds} s before the run (other work lowers both servers' numbers).`,
     `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
-    `- Service: \`${['node', ...START_NODE_FLAGS].join(' ')} dist/src/cli/bin.js serve --db <temporary SQLite file> --port <free port>\`${flags ? ` \`${flags}\`` : ''}, as \`npm start\` runs it${flags ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
+    `- Service: \`${START_COMMAND} --db <temporary SQLite file> --port <free port>\`${flags ? ` \`${flags}\`` : ''}, as \`npm start\` runs it${flags ? ' plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
     `- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging${START_NODE_FLAGS.length ? `; the same Node flags (\`${START_NODE_FLAGS.join(' ')}\`)` : ''}.`,
     `- Load: ${run.method}.`,
     '',

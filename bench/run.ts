@@ -136,9 +136,9 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
     const service = await serve('service', port, [...nodeFlags, ...prof, here('../src/cli/bin.js'), ...flags], pg?.cpu);
     const baseline = async () => {
-      const [basePort, file] = [await freePort(), join(dir, 'tokens')];
-      fs.writeFileSync(file, tokens.join('\n'));
-      const args = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), file];
+      const [basePort, tokensFile] = [await freePort(), join(dir, 'tokens')];
+      fs.writeFileSync(tokensFile, tokens.join('\n'));
+      const args = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), tokensFile];
       return serve('baseline', basePort, [...nodeFlags, ...args]);
     };
     const sides = [

@@ -19,13 +19,8 @@ const OWNERS = 20;
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-soak-'));
 const log = openSync(join(dir, 'server.log'), 'w');
 const cli = new URL('../src/cli/bin.js', import.meta.url).pathname;
-const server = spawn(
-  process.execPath,
-  [...START_NODE_FLAGS, cli, 'serve', '--port', '0', '--db', join(dir, 'plants.db')],
-  {
-    stdio: ['ignore', log, 'pipe'],
-  },
-);
+const serve = [cli, 'serve', '--port', '0', '--db', join(dir, 'plants.db')];
+const server = spawn(process.execPath, [...START_NODE_FLAGS, ...serve], { stdio: ['ignore', log, 'pipe'] });
 let stderr = '';
 server.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
 

@@ -9,6 +9,7 @@ import { after, before, describe, it } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI_PATH, migrateWithCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';
+import { START_NODE_FLAGS } from '../scripts/npm-start.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,7 +63,7 @@ describe('deploy/plant-store.service', () => {
       'PrivateTmp=yes',
       'CapabilityBoundingSet=',
       'Environment=DATABASE_URL=/var/lib/plant-store/plants.db',
-      'ExecStart=/usr/bin/env node --single-threaded-gc /usr/local/bin/plant-store serve',
+      `ExecStart=/usr/bin/env node ${START_NODE_FLAGS.join(' ')} /usr/local/bin/plant-store serve`,
       'KillMode=mixed',
     ]) {
       assert.ok(unit.split('\n').includes(line), `the unit has ${line}`);
@@ -104,7 +105,8 @@ describe('Dockerfile', () => {
     assert.match(runStage, /^COPY --from=build /m);
     assert.match(runStage, /^ENV [\s\S]*HOST=0\.0\.0\.0/m, 'listens beyond the container');
     assert.match(runStage, /DATABASE_URL=\/data\/plants\.db/);
-    assert.match(runStage, /^ENTRYPOINT \["node", "--single-threaded-gc", "dist\/src\/cli\/bin\.js"\]$/m);
+    const entrypoint = JSON.stringify(['node', ...START_NODE_FLAGS, 'dist/src/cli/bin.js']).replaceAll(',', ', ');
+    assert.ok(runStage.split('\n').includes(`ENTRYPOINT ${entrypoint}`), `the image runs ${entrypoint}, as npm start`);
     const ignore = read('.dockerignore').split('\n');
     for (const entry of ['node_modules', 'dist', 'data', '.git']) assert.ok(ignore.includes(entry), entry);
   });

@@ -197,15 +197,12 @@ export async function startServer(
   const listeners = opts.listeners ?? 1;
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const [command, ...prefixArgs] = [...(opts.prefix ?? []), process.execPath];
-  const child = spawn(
-    command!,
-    [...prefixArgs, ...START_NODE_FLAGS, '--enable-source-maps', CLI_PATH, 'serve', ...args],
-    {
-      env: cleanEnv(opts.env),
-      cwd: opts.prefix ? '/' : scratch,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const node = [...START_NODE_FLAGS, '--enable-source-maps', CLI_PATH, 'serve'];
+  const child = spawn(command!, [...prefixArgs, ...node, ...args], {
+    env: cleanEnv(opts.env),
+    cwd: opts.prefix ? '/' : scratch,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const pids = new Set<number>();
   live.set(child, pids);
   let stdout = '';
