@@ -2,13 +2,16 @@
 // main thread keep parsing and answering requests meanwhile, and the writes
 // that arrive during one fsync form the next group commit.
 //
-// Two other shapes were measured with the service on one core, and neither was
+// Three other shapes were measured with the service on one core, and none was
 // better. Committing on the main thread saves the thread switches, but every
 // fsync then stalls every request: `owners` (90 % lists) ran about a third
 // slower. Committing with synchronous=NORMAL and fsyncing the WAL off this
 // thread before answering, so that the next batch could commit during the
 // fsync, was no faster for `create`: its clients all wait on the same fsync
 // anyway. With smaller batches to overlap it cost more CPU per create.
+// Committing on the main thread with synchronous=NORMAL and only the WAL's
+// fsync on another thread was neither faster nor shorter-tailed in `owners`
+// (README, Performance), and it shows a write before its fsync.
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
