@@ -9,4 +9,4 @@ export const START_COMMAND = pkg.scripts.start;
 const parts = /^node((?: --\S+)*) dist\/src\/cli\/bin\.js serve$/.exec(START_COMMAND);
 if (!parts) throw new Error(`npm start is not "node [--flags] dist/src/cli/bin.js serve": ${START_COMMAND}`);
 
-export const START_NODE_FLAGS: readonly string[] = parts[1]!.trim().split(' ').filter(Boolean);
+export const START_NODE_FLAGS: readonly string[] = parts[1]!.split(' ').filter(Boolean);
