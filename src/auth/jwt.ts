@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type KeyInput } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
 import type { Principal } from './bearer.js';
@@ -26,12 +27,6 @@ export class JwtRejection extends Error {
   }
 }
 
-interface Verified {
-  principal: Principal;
-  /** Date.now() past which the token is no longer accepted (exp plus the clock tolerance). */
-  until: number;
-}
-
 export interface JwtOptions {
   maxCachedTokens?: number;
   timing?: Partial<JwksTiming>;
@@ -46,9 +41,9 @@ export class JwtVerifier {
   readonly keys: JwksKeys;
   readonly #options: JWTVerifyOptions;
   readonly #ownerClaim: string;
-  readonly #verified = new Map<string, Verified>();
-  readonly #maxCached: number;
-  #sweptAt = 0;
+  /** Each entry lives until the token's exp plus the clock tolerance; past the bound, the least recently used goes. */
+  readonly #verified: LRUCache<string, Principal>;
+  #purgedAt = 0;
 
   constructor(
     config: Pick<Config, 'jwksUrl' | 'oidcIssuer' | 'jwtIssuer' | 'jwtAudience' | 'jwtOwnerClaim' | 'jwksCooldownMs'>,
@@ -67,7 +62,7 @@ export class JwtVerifier {
       requiredClaims: ['exp'],
     };
     this.#ownerClaim = config.jwtOwnerClaim;
-    this.#maxCached = options.maxCachedTokens ?? 10_000;
+    this.#verified = new LRUCache({ max: options.maxCachedTokens ?? 10_000 });
   }
 
   start(): void {
@@ -90,11 +85,7 @@ export class JwtVerifier {
 
   /** The principal of a token verified before and not yet expired; undefined otherwise. Synchronous. */
   cached(token: string, key: string = cacheKey(token)): Principal | undefined {
-    const hit = this.#verified.get(key);
-    if (hit === undefined) return undefined;
-    if (hit.until > Date.now()) return hit.principal;
-    this.#verified.delete(key);
-    return undefined;
+    return this.#verified.get(key);
   }
 
   /** Verifies signature, algorithm and claims; throws JwtRejection. `key` is keyOf(token), when already known. */
@@ -146,18 +137,14 @@ export class JwtVerifier {
   }
 
   #remember(tokenKey: string, principal: Principal, until: number): void {
-    if (until <= Date.now()) return;
-    if (this.#verified.size >= this.#maxCached) {
-      // A sweep walks the whole map: at most once a second.
-      const now = Date.now();
-      if (now - this.#sweptAt >= 1000) {
-        this.#sweptAt = now;
-        for (const [key, entry] of this.#verified) if (entry.until <= now) this.#verified.delete(key);
-      }
-      // Still full: drop the oldest entry (a Map iterates in insertion order).
-      if (this.#verified.size >= this.#maxCached) this.#verified.delete(this.#verified.keys().next().value!);
+    const now = Date.now();
+    if (until <= now) return;
+    // Full: expired tokens go before live ones. The purge walks every entry, so at most once a second.
+    if (this.#verified.size >= this.#verified.max && now - this.#purgedAt >= 1000) {
+      this.#purgedAt = now;
+      this.#verified.purgeStale();
     }
-    this.#verified.set(tokenKey, { principal, until });
+    this.#verified.set(tokenKey, principal, { ttl: until - now });
   }
 }
 
