@@ -1,59 +1,47 @@
+import { createRequire } from 'node:module';
+import type { FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 
-/** A fixed-window counter: the count of this window so far (this hit included), and when the window ends. */
-export interface Count {
-  count: number;
-  ttlMs: number;
-}
+type StoreClass<Rest extends unknown[]> = new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  ...rest: Rest
+) => FastifyRateLimitStore;
 
-export interface RateCounter {
-  /** Counts one hit for `key`; a key's window starts with its first hit. Rejects when the count is unknown. */
-  incr(key: string, windowMs: number): Promise<Count>;
+// The two stores @fastify/rate-limit ships, which its entry point does not
+// export: a fixed window per key, in an LRU map of at most `cache` keys, or in
+// Redis (INCR and PEXPIRE in one script, so no key is left without an expiry).
+const require = createRequire(import.meta.url);
+const LocalStore = require('@fastify/rate-limit/store/LocalStore') as StoreClass<[cache: number]>;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore') as StoreClass<[redis: Redis, key: string]>;
+
+/** Where the rate limits count: each call of `store()` gives one limit its counters. */
+export interface RateCounters {
+  store(): FastifyRateLimitStore;
   close(): Promise<void>;
 }
 
-/** Counts in this process's memory: without --redis each process counts alone. */
-export class LocalCounter implements RateCounter {
-  readonly #windows = new Map<string, { count: number; resetAt: number }>();
-
+/**
+ * Counts in this process's memory: without --redis each process counts alone.
+ * Each limit has a store of its own, so keys of one limit (say, failed
+ * authentications from many addresses) can never push another limit's
+ * windows (an owner's) out of memory and so hand out fresh budget.
+ */
+export class LocalCounters implements RateCounters {
   constructor(private readonly maxKeys = 100_000) {}
 
-  async incr(key: string, windowMs: number): Promise<Count> {
-    const now = Date.now();
-    let w = this.#windows.get(key);
-    if (w === undefined || w.resetAt <= now) {
-      // Insertion order is window-start order: the first key is the oldest window.
-      if (w === undefined && this.#windows.size >= this.maxKeys)
-        this.#windows.delete(this.#windows.keys().next().value!);
-      else if (w !== undefined) this.#windows.delete(key);
-      w = { count: 0, resetAt: now + windowMs };
-      this.#windows.set(key, w);
-    }
-    w.count++;
-    return { count: w.count, ttlMs: w.resetAt - now };
+  store(): FastifyRateLimitStore {
+    return new LocalStore(false, false, this.maxKeys);
   }
 
   async close(): Promise<void> {}
 }
 
-// INCR and the window's expiry in one atomic step, so processes sharing the
-// key never see a counter without an expiry.
-const INCR_IN_WINDOW = `
-local n = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {n, ttl}`;
-
 /** A request never waits longer than this on Redis; past it the request is served unlimited (fail open). */
 const COMMAND_TIMEOUT_MS = 500;
 /** After a failed command, requests skip Redis for this long instead of each waiting on it. */
 const RETRY_AFTER_FAILURE_MS = 1000;
-
-type CountingRedis = Redis & { plantStoreIncr(key: string, windowMs: number): Promise<[number, number]> };
 
 class RedisUnavailableError extends Error {
   constructor() {
@@ -70,12 +58,13 @@ function redisTarget(url: string): string {
 
 /**
  * Counts in Redis, shared by every process that uses the same Redis and key
- * prefix. While Redis cannot answer, incr rejects at once (no offline queue,
- * short timeouts) so that the limiter can let requests through; a warning is
- * logged once per outage and the recovery once, and counting resumes by itself.
+ * prefix, over one connection for every limit. While Redis cannot answer, a
+ * count fails at once (no offline queue, short timeouts) so that the limiter
+ * can let requests through; a warning is logged once per outage and the
+ * recovery once, and counting resumes by itself.
  */
-export class RedisCounter implements RateCounter {
-  readonly #client: CountingRedis;
+export class RedisCounters implements RateCounters {
+  readonly #client: Redis;
   readonly #target: string;
   #down = false;
   #skipUntil = 0;
@@ -94,8 +83,7 @@ export class RedisCounter implements RateCounter {
       connectTimeout: 1000,
       // Keep reconnecting, at least once a second, for as long as the process runs.
       retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
-    }) as CountingRedis;
-    this.#client.defineCommand('plantStoreIncr', { numberOfKeys: 1, lua: INCR_IN_WINDOW });
+    });
     this.#client.on('error', (error: Error) => this.#failed(error));
     this.#client.on('ready', () => this.#recovered());
   }
@@ -110,16 +98,25 @@ export class RedisCounter implements RateCounter {
     if (this.#client.status !== 'ready') this.#failed(new Error(`not connected within ${timeoutMs} ms`));
   }
 
-  async incr(key: string, windowMs: number): Promise<Count> {
-    if (this.#down && Date.now() < this.#skipUntil) throw new RedisUnavailableError();
-    try {
-      const [count, ttlMs] = await this.#client.plantStoreIncr(this.prefix + key, windowMs);
-      if (this.#down) this.#recovered();
-      return { count, ttlMs };
-    } catch (error) {
-      this.#failed(error as Error);
-      throw error;
-    }
+  store(): FastifyRateLimitStore {
+    const redis = new RedisStore(false, false, this.#client, this.prefix);
+    const store: FastifyRateLimitStore = {
+      incr: (key, callback, timeWindow, max) => {
+        if (this.#down && Date.now() < this.#skipUntil) return callback(new RedisUnavailableError());
+        redis.incr(
+          key,
+          (error, result) => {
+            if (error) this.#failed(error);
+            else if (this.#down) this.#recovered();
+            callback(error, result);
+          },
+          timeWindow,
+          max,
+        );
+      },
+      child: () => store,
+    };
+    return store;
   }
 
   #failed(error: Error): void {

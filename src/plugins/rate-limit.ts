@@ -1,32 +1,25 @@
-import rateLimit, { normalizeIP, type FastifyRateLimitStore } from '@fastify/rate-limit';
+import rateLimit, {
+  normalizeIP,
+  type FastifyRateLimitStore,
+  type FastifyRateLimitStoreCtor,
+} from '@fastify/rate-limit';
+import { LRUCache } from 'lru-cache';
 import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import type { Principal } from '../auth/bearer.js';
 import type { Config, Rate } from '../config.js';
 import { AppError, errors } from '../http/errors.js';
 import { rateLimitRejections } from '../metrics/metrics.js';
 import { errorResponses } from '../schemas/responses.js';
-import { LocalCounter, RedisCounter, type RateCounter } from './rate-counter.js';
+import { LocalCounters, RedisCounters, type RateCounters } from './rate-counter.js';
 
 const WINDOW_NAMES: Record<number, string> = { 1000: 'second', 60_000: 'minute', 3_600_000: 'hour' };
 const windowName = (rate: Rate) => WINDOW_NAMES[rate.windowMs] ?? `${rate.windowMs / 1000} s`;
 
-/** @fastify/rate-limit's store interface over our counter, so both limits share one Redis connection. */
-function storeOf(counter: RateCounter) {
-  return class CounterStore implements FastifyRateLimitStore {
-    incr(
-      key: string,
-      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
-      timeWindow: number,
-    ): void {
-      counter.incr(key, timeWindow).then(
-        ({ count, ttlMs }) => callback(null, { current: count, ttl: ttlMs }),
-        (error: Error) => callback(error),
-      );
-    }
-    child(): FastifyRateLimitStore {
-      return this;
-    }
-  };
+/** The plugin builds its store from a class: this one hands over a store made beforehand. */
+function storeClass(store: FastifyRateLimitStore): FastifyRateLimitStoreCtor {
+  return function given() {
+    return store;
+  } as unknown as FastifyRateLimitStoreCtor;
 }
 
 /** The routes that take a bearer token declare it for the OpenAPI document (open ones declare `security: []`). */
@@ -42,13 +35,13 @@ const principalOf = (request: FastifyRequest) => request.principal as Principal 
  * onRequest hooks right after the bearer check (which is what tells the
  * owner) and before the body is read. Unauthenticated routes are not limited.
  */
-async function limitOwners(app: FastifyInstance, counter: RateCounter, rate: Rate): Promise<void> {
+async function limitOwners(app: FastifyInstance, store: FastifyRateLimitStore, rate: Rate): Promise<void> {
   await app.register(rateLimit, {
     global: true,
     hook: 'onRequest',
     max: rate.max,
     timeWindow: rate.windowMs,
-    store: storeOf(counter),
+    store: storeClass(store),
     // Fail open: when the counter cannot answer, the request is served.
     skipOnError: true,
     // RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (and Retry-After on a 429).
@@ -71,8 +64,8 @@ async function limitOwners(app: FastifyInstance, counter: RateCounter, rate: Rat
  * process from its own last count, so with several processes an address gets
  * at most one extra failure per process before all of them refuse it.
  */
-function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rate, maxBlocked = 100_000): void {
-  const blockedUntil = new Map<string, number>();
+function limitAuthFailures(app: FastifyInstance, store: FastifyRateLimitStore, rate: Rate, maxBlocked = 100_000): void {
+  const blockedUntil = new LRUCache<string, number>({ max: maxBlocked });
   const clientOf = (request: FastifyRequest) => normalizeIP(request.ip);
 
   const refuseBlocked: onRequestHookHandler = (request, _reply, done) => {
@@ -81,10 +74,7 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
     const until = blockedUntil.get(client);
     if (until === undefined) return done();
     const now = Date.now();
-    if (until <= now) {
-      blockedUntil.delete(client);
-      return done();
-    }
+    if (until <= now) return done();
     rateLimitRejections.inc({ limit: 'auth_failures' });
     const seconds = String(Math.ceil((until - now) / 1000));
     done(
@@ -108,15 +98,15 @@ function limitAuthFailures(app: FastifyInstance, counter: RateCounter, rate: Rat
   app.addHook('onError', (request, _reply, error, done) => {
     if (error instanceof AppError && error.code === 'INVALID_TOKEN') {
       const client = clientOf(request);
-      counter.incr(`auth-failures:${client}`, rate.windowMs).then(
-        ({ count, ttlMs }) => {
-          if (count < rate.max) return;
-          if (!blockedUntil.has(client) && blockedUntil.size >= maxBlocked)
-            blockedUntil.delete(blockedUntil.keys().next().value!);
-          blockedUntil.set(client, Date.now() + ttlMs);
+      store.incr(
+        `auth-failures:${client}`,
+        (error, count) => {
+          // Fail open on an error; the counters have logged the outage.
+          if (error || count === undefined || count.current < rate.max) return;
+          blockedUntil.set(client, Date.now() + count.ttl, { ttl: count.ttl });
         },
-        // Fail open; the counter has logged the outage.
-        () => {},
+        rate.windowMs,
+        rate.max,
       );
     }
     done();
@@ -137,21 +127,23 @@ function document429(app: FastifyInstance): void {
  * --auth-fail-limit per client address, counted in Redis with --redis (shared
  * by every process using it) or else in this process alone. Call before any
  * route is declared. Nothing is registered when both limits are off.
+ * `maxKeys` bounds the keys each limit keeps in memory.
  */
 export async function registerRateLimits(
   app: FastifyInstance,
   config: Pick<Config, 'rateLimit' | 'authFailLimit' | 'redis' | 'redisKeyPrefix'>,
+  { maxKeys = 100_000 }: { maxKeys?: number } = {},
 ): Promise<void> {
   if (config.rateLimit === null && config.authFailLimit === null) return;
-  let counter: RateCounter;
-  if (config.redis === null) counter = new LocalCounter();
+  let counters: RateCounters;
+  if (config.redis === null) counters = new LocalCounters(maxKeys);
   else {
-    const redis = new RedisCounter(config.redis, config.redisKeyPrefix, app.log);
+    const redis = new RedisCounters(config.redis, config.redisKeyPrefix, app.log);
     await redis.connect();
-    counter = redis;
+    counters = redis;
   }
-  app.addHook('onClose', () => counter.close());
+  app.addHook('onClose', () => counters.close());
   document429(app);
-  if (config.rateLimit !== null) await limitOwners(app, counter, config.rateLimit);
-  if (config.authFailLimit !== null) limitAuthFailures(app, counter, config.authFailLimit);
+  if (config.rateLimit !== null) await limitOwners(app, counters.store(), config.rateLimit);
+  if (config.authFailLimit !== null) limitAuthFailures(app, counters.store(), config.authFailLimit, maxKeys);
 }
