@@ -1,3 +1,4 @@
+import { errorChain } from '../store/error-causes.js';
 import type { StoreLocation } from './store-location.js';
 import { hostPort } from './store-location.js';
 
@@ -9,20 +10,6 @@ export class CliError extends Error {
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
-}
-
-/** The error and its causes, outermost first (also the members of an AggregateError). */
-function chain(error: unknown): unknown[] {
-  const out: unknown[] = [];
-  const queue = [error];
-  while (queue.length > 0 && out.length < 10) {
-    const e = queue.shift();
-    if (e === undefined || e === null) continue;
-    out.push(e);
-    if (e instanceof AggregateError) queue.push(...(e.errors as unknown[]));
-    if (e instanceof Error) queue.push(e.cause);
-  }
-  return out;
 }
 
 const NOT_FOUND = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME']);
@@ -40,7 +27,7 @@ export function explainPostgresFailure(
 ): string | undefined {
   const at = hostPort(where);
   const user = where.user ?? '(default user)';
-  for (const e of chain(error)) {
+  for (const e of errorChain(error)) {
     const code = codeOf(e);
     const message = e instanceof Error ? e.message : String(e);
     switch (code) {

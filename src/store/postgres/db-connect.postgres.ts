@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Series } from '../../metrics/histogram.js';
 import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
+import { errorChain } from '../error-causes.js';
 import { ConfigError, type PostgresConfig } from '../../config.js';
 
 export interface PgPoolOverrides {
@@ -118,17 +119,18 @@ function codeOf(error: object): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** True when the error says the database could not be reached, not that the statement was wrong. */
-export function isUnavailableError(error: unknown, depth = 0): boolean {
-  if (!(error instanceof Error) || depth > 4) return false;
+/** True when the error, or one it wraps, says the database could not be reached, not that the statement was wrong. */
+export function isUnavailableError(error: unknown): boolean {
+  return errorChain(error).some(unavailable);
+}
+
+function unavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
   const code = codeOf(error);
   if (code !== undefined) {
     if (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) return true;
   }
-  if (UNAVAILABLE_MESSAGES.test(error.message)) return true;
-  // Node reports a failed connect to a name with several addresses as an AggregateError.
-  if (error instanceof AggregateError && error.errors.some((e) => isUnavailableError(e, depth + 1))) return true;
-  return isUnavailableError(error.cause, depth + 1);
+  return UNAVAILABLE_MESSAGES.test(error.message);
 }
 
 // PgBouncer's answer to a startup packet with a parameter it does not know.
@@ -148,18 +150,14 @@ export class RefusedStartupParameterError extends ConfigError {
 }
 
 /** The RefusedStartupParameterError that `error` is, wraps, or means; undefined for any other error. */
-export function refusedStartupParameter(error: unknown, depth = 0): RefusedStartupParameterError | undefined {
-  if (!(error instanceof Error) || depth > 4) return undefined;
-  if (error instanceof RefusedStartupParameterError) return error;
-  const m = REFUSED_PARAMETER.exec(error.message);
-  if (m) return new RefusedStartupParameterError(m[1], { cause: error });
-  if (error instanceof AggregateError) {
-    for (const e of error.errors) {
-      const found = refusedStartupParameter(e, depth + 1);
-      if (found) return found;
-    }
+export function refusedStartupParameter(error: unknown): RefusedStartupParameterError | undefined {
+  for (const e of errorChain(error)) {
+    if (!(e instanceof Error)) continue;
+    if (e instanceof RefusedStartupParameterError) return e;
+    const m = REFUSED_PARAMETER.exec(e.message);
+    if (m) return new RefusedStartupParameterError(m[1], { cause: e });
   }
-  return refusedStartupParameter(error.cause, depth + 1);
+  return undefined;
 }
 
 // A named prepared statement missing on, or already on, the server connection
