@@ -1,19 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse } from 'lossless-json';
 import { errors } from '../http/errors.js';
-
-const INTEGER_LITERAL = /^-?(0|[1-9]\d*)$/;
-// "-9223372036854775808" is the longest int64 literal.
-const INT64_MAX_DIGITS = 20;
-
-// Integer literals become bigint so ids past 2^53 keep every digit; other
-// numbers (1.5, 1e3, 1.0) stay numbers and so never pass as an int64 id.
-// A literal too long to be an int64 is not converted at all: BigInt of a
-// megabyte of digits takes a third of a second of the event loop.
-function parseNumber(text: string): bigint | number {
-  if (text.length > INT64_MAX_DIGITS) return text.startsWith('-') ? -Infinity : Infinity;
-  return INTEGER_LITERAL.test(text) ? BigInt(text) : Number(text);
-}
+import { parseJsonNumber } from '../schemas/int64.js';
 
 /**
  * The most keys, array elements and nested objects or arrays a body may hold
@@ -94,7 +82,7 @@ export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number):
       const refusal = tooCostly(text, MAX_JSON_VALUES);
       if (refusal !== undefined) return done(errors.badRequest(refusal));
       try {
-        done(null, parse(text, null, { parseNumber }));
+        done(null, parse(text, null, { parseNumber: parseJsonNumber }));
       } catch (error) {
         done(errors.badRequest(`request body is not valid JSON: ${(error as Error).message.slice(0, 200)}`));
       }

@@ -2,7 +2,7 @@
 // any store. Ids are written as exact JSON integers (JSON.stringify cannot
 // write a bigint) and read back as bigints.
 import { parse } from 'lossless-json';
-import { INT64_MAX, INT64_MIN } from '../schemas/int64.js';
+import { INT64_MAX, INT64_MIN, parseJsonNumber } from '../schemas/int64.js';
 import { SCOPES, type Scope, type Store, type TokenDump } from '../store/store.js';
 
 export const DUMP_FORMAT = 'plant-store-export';
@@ -52,9 +52,6 @@ export class DumpError extends Error {
   override name = 'DumpError';
 }
 
-const INTEGER = /^-?(0|[1-9]\d*)$/;
-const parseNumber = (text: string): bigint | number => (INTEGER.test(text) ? BigInt(text) : Number(text));
-
 function isString(v: unknown): v is string {
   return typeof v === 'string';
 }
@@ -69,7 +66,7 @@ function toDate(v: unknown, field: string, optional: boolean): Date | undefined 
 function parseLine(text: string): Line {
   let v: Record<string, unknown>;
   try {
-    v = parse(text, null, { parseNumber }) as Record<string, unknown>;
+    v = parse(text, null, { parseNumber: parseJsonNumber }) as Record<string, unknown>;
   } catch (error) {
     throw new DumpError(`not JSON: ${(error as Error).message}`);
   }

@@ -18,6 +18,22 @@ export function parseInt64Text(text: string): bigint | undefined {
   return INT64_TEXT.test(text) ? BigInt(text) : undefined;
 }
 
+// "-9223372036854775808" is the longest int64 literal.
+const INT64_MAX_CHARS = 20;
+
+/**
+ * The JSON number parser for request bodies and dumps (lossless-json's
+ * parseNumber): an integer literal becomes a bigint, so ids past 2^53 keep
+ * every digit; other numbers (1.5, 1e3, 1.0) stay numbers and so never pass
+ * as an int64. A literal too long to be an int64 is not converted at all
+ * (BigInt of a megabyte of digits takes a third of a second of the event
+ * loop): it becomes an infinity, which no int64 check accepts.
+ */
+export function parseJsonNumber(text: string): bigint | number {
+  if (text.length > INT64_MAX_CHARS) return text.startsWith('-') ? -Infinity : Infinity;
+  return parseInt64Text(text) ?? Number(text);
+}
+
 // JSON numbers past 2^53 lose precision as JavaScript numbers, so int64 values
 // travel as bigint: the JSON body parser turns integer literals into bigint,
 // request validation turns int64 text (path, query, string ids) into bigint,
