@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { API_VERSION } from '../schemas/api-version.js';
 import { ErrorBody } from '../schemas/error.js';
 import { NewPlant, NewPlantComponent, Plant } from '../schemas/plant.js';
 import { WEBHOOK_SCHEMAS, WEBHOOKS } from '../schemas/webhook.js';
@@ -22,7 +23,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       openapi: '3.1.0',
       info: {
         title: 'Plant Store',
-        version: '1.0.0',
+        version: API_VERSION,
         license: { name: 'MIT', identifier: 'MIT' },
         description:
           'Create, list and delete plants. Every plant operation needs a bearer token; each token belongs to an ' +
