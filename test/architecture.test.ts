@@ -83,6 +83,31 @@ describe('architecture', () => {
     assert.deepEqual(upward, []);
   });
 
+  it('has no import cycles, type-only imports included', () => {
+    const edges = new Map<string, string[]>();
+    for (const file of files) {
+      const targets = importsOf(file)
+        .filter(({ specifier }) => specifier.startsWith('.'))
+        .map(({ specifier }) => resolve(dirname(file), specifier).replace(/\.js$/, '.ts'));
+      edges.set(file, targets);
+    }
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (file: string, path: string[]): void => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'open') {
+        const loop = [...path.slice(path.indexOf(file)), file];
+        cycles.push(loop.map((f) => relative(SRC, f)).join(' -> '));
+        return;
+      }
+      state.set(file, 'open');
+      for (const target of edges.get(file) ?? []) visit(target, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of files) visit(file, []);
+    assert.deepEqual(cycles, []);
+  });
+
   it('keeps the client free of Node modules and of the server', () => {
     const wrong: string[] = [];
     for (const file of files.filter((f) => part(f) === CLIENT)) {

@@ -2,14 +2,9 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHo
 import { errors } from '../http/errors.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { JwtRejection, type JwtVerifier } from './jwt.js';
+import type { Principal } from './principal.js';
 import { TOKEN_PREFIX, looksLikeToken, unusableReason } from './tokens.js';
 import { NOT_CACHED, type TokenCache } from './token-cache.js';
-
-export interface Principal {
-  tokenId: string;
-  owner: string;
-  scopes: readonly Scope[];
-}
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -4,7 +4,7 @@ import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions
 import { LRUCache } from 'lru-cache';
 import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
-import type { Principal } from './bearer.js';
+import type { Principal } from './principal.js';
 import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from './jwks.js';
 import { OWNER_SHAPE } from './tokens.js';
 

@@ -5,7 +5,7 @@ import rateLimit, {
 } from '@fastify/rate-limit';
 import { LRUCache } from 'lru-cache';
 import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
-import type { Principal } from '../auth/bearer.js';
+import type { Principal } from '../auth/principal.js';
 import type { Config, Rate } from '../config.js';
 import { AppError, errors } from '../http/errors.js';
 import { rateLimitRejections } from '../metrics/metrics.js';
