@@ -1,13 +1,11 @@
 // The one parser of integer literals, used for request bodies and dumps: exact
 // bigints for int64 literals, and no BigInt of a literal too long to be one.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DUMP_FORMAT, DUMP_VERSION, readDump } from '../../src/backup/dump.js';
 import { parseInt64Text, parseJsonNumber } from '../../src/schemas/int64.js';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
-import { after, before, describe, it } from '../helpers/requirements.js';
+import type { Store } from '../../src/store/store.js';
+import { before, describe, it } from '../helpers/requirements.js';
+import { describeOnStore } from '../helpers/stores.js';
 
 describe('integer literals', { timeout: 20_000 }, () => {
   it('reads int64 literals exactly as bigint, and other numbers as numbers', () => {
@@ -26,25 +24,23 @@ describe('integer literals', { timeout: 20_000 }, () => {
     assert.equal(parseJsonNumber('1'.repeat(1_000_000)), Infinity);
     assert.equal(parseInt64Text('1'.repeat(1_000_000)), undefined);
   });
+});
 
-  describe('in a dump', () => {
-    let dir: string;
-    let store: SqliteStore;
-    before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'plant-store-int64-literals-'));
-      store = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'full' });
-    });
-    after(async () => {
-      await store?.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+describeOnStore('sqlite', 'integer literals in a dump', (fx) => {
+  let store: Store;
+  before(async () => {
+    store = await fx.open();
+  });
 
-    async function* lines(...texts: string[]) {
-      yield JSON.stringify({ type: DUMP_FORMAT, version: DUMP_VERSION });
-      yield* texts;
-    }
+  async function* lines(...texts: string[]) {
+    yield JSON.stringify({ type: DUMP_FORMAT, version: DUMP_VERSION });
+    yield* texts;
+  }
 
-    it('keeps a large id exact and refuses a megabyte of digits as an id that is not an int64', async () => {
+  it(
+    'keeps a large id exact and refuses a megabyte of digits as an id that is not an int64',
+    { timeout: 20_000 },
+    async () => {
       const big = '{"type":"plant","owner":"alice","id":9007199254740993,"name":"fern"}';
       assert.equal((await readDump(store, lines(big))).plants, 1);
       const ids: bigint[] = [];
@@ -52,6 +48,6 @@ describe('integer literals', { timeout: 20_000 }, () => {
       assert.deepEqual(ids, [9007199254740993n]);
       const huge = `{"type":"plant","owner":"alice","id":${'9'.repeat(1_000_000)},"name":"moss"}`;
       await assert.rejects(readDump(store, lines(huge)), { name: 'DumpError', message: 'line 2: id must be an int64' });
-    });
-  });
+    },
+  );
 });

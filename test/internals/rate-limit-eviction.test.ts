@@ -1,9 +1,6 @@
 // The in-memory rate limits under memory pressure: counters are bounded, and
 // what a bound drops must never hand a limited owner a fresh window.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { registerErrorHandling } from '../../src/app/error-handler.js';
 import { bearerAuth } from '../../src/auth/bearer.js';
@@ -11,18 +8,17 @@ import { TokenCache } from '../../src/auth/token-cache.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import { ErrorBody } from '../../src/schemas/error.js';
 import { registerRateLimits } from '../../src/plugins/rate-limit.js';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
-import { after, before, describe, it } from '../helpers/requirements.js';
+import type { Store } from '../../src/store/store.js';
+import { after, before, it } from '../helpers/requirements.js';
+import { describeOnStore } from '../helpers/stores.js';
 
 const MAX_KEYS = 20;
 
-describe('in-memory rate limits, bounded', { timeout: 30_000 }, () => {
-  let dir: string;
-  let store: SqliteStore;
+describeOnStore('sqlite', 'in-memory rate limits, bounded', (fx) => {
+  let store: Store;
   let app: FastifyInstance;
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'plant-store-rate-eviction-'));
-    store = await openSqliteStore({ path: join(dir, 'plants.db'), durability: 'full' });
+    store = await fx.open();
     app = Fastify();
     app.decorateRequest('principal', null as never);
     app.addSchema(ErrorBody);
@@ -47,14 +43,12 @@ describe('in-memory rate limits, bounded', { timeout: 30_000 }, () => {
   });
   after(async () => {
     await app?.close();
-    await store?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const get = (token: string, remoteAddress = '10.1.0.1') =>
     app.inject({ method: 'GET', url: '/plants', remoteAddress, headers: { authorization: `Bearer ${token}` } });
 
-  it('failed logins from many addresses do not give a limited owner a fresh window', async () => {
+  it('failed logins from many addresses do not give a limited owner a fresh window', { timeout: 30_000 }, async () => {
     const { token } = await issueToken(store.tokens, { owner: 'limited' });
     assert.equal((await get(token)).statusCode, 200);
     assert.equal((await get(token)).statusCode, 200);
