@@ -5,6 +5,7 @@
 #
 #   deploy/ha/cluster.sh start DIR   # DIR must not exist; prints the settings, also in DIR/cluster.env
 #   deploy/ha/cluster.sh stop DIR    # stops exactly what start started there, by PID, and keeps DIR
+#   deploy/ha/cluster.sh start-node DIR N   # starts node N (1-3) again, e.g. after killing it; it rejoins
 #
 # Needs the Debian packages patroni, etcd-server, haproxy and PostgreSQL's
 # server binaries (PG_BIN, default /usr/lib/postgresql/15/bin). As root,
@@ -25,9 +26,9 @@ die() {
   printf 'cluster.sh: %s\n' "$*" >&2
   exit 1
 }
-usage() { die "usage: $0 start|stop DIR"; }
 
-[ $# -eq 2 ] || usage
+usage() { die "usage: $0 start|stop DIR, or $0 start-node DIR N"; }
+[ $# -ge 2 ] || usage
 cmd=$1
 DIR=$2
 
@@ -81,6 +82,8 @@ wait_for() {
   done
 }
 
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
 # True once node2 or node3 is the synchronous standby (GET /sync answers 200 there only).
 any_sync() {
   curl -fsS -o /dev/null "http://127.0.0.1:$NODE2_REST_PORT/sync" || curl -fsS -o /dev/null "http://127.0.0.1:$NODE3_REST_PORT/sync"
@@ -107,7 +110,11 @@ start() {
   export CLIENT_NET=127.0.0.1/32 AUTH_METHOD=trust NODE_HOST=127.0.0.1
 
   for i in 1 2 3; do mkdir -p "$DIR/node$i"; done
-  [ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$DIR"
+  if [ "$(id -u)" -eq 0 ]; then
+    chown -R postgres:postgres "$DIR"
+    setpriv --reuid=postgres --regid=postgres --init-groups test -w "$DIR" ||
+      die "the postgres user cannot write to $DIR (is a parent directory private to root?)"
+  fi
   chmod 700 "$DIR"
 
   launch etcd "$etcd" --name plant-store-etcd --data-dir "$DIR/etcd" \
@@ -193,8 +200,23 @@ stop() {
   stop_pid_file "$DIR/etcd.pid"
 }
 
+# A node that was killed: its Patroni starts again on the same configuration
+# and rejoins as a replica (rewinding its PostgreSQL when it was the leader).
+start_node() {
+  local n=$1 patroni
+  [[ $n =~ ^[123]$ ]] || usage
+  [ -f "$DIR/node$n/patroni.yml" ] || die "$DIR has no node$n; start the cluster first"
+  ! alive "$DIR/node$n.pid" || die "node$n is running already"
+  patroni=$(find_tool patroni) || die "patroni is not installed (Debian package patroni)"
+  launch "node$n" "$patroni" "$DIR/node$n/patroni.yml"
+}
+
 case $cmd in
   start) start ;;
   stop) stop ;;
+  start-node)
+    [ $# -eq 3 ] || usage
+    start_node "$3"
+    ;;
   *) usage ;;
 esac
