@@ -251,7 +251,8 @@ needs(missing, () => {
       'kill -9 of the synchronous replica, then of the other one: writes continue',
       { timeout: CASE_TIMEOUT },
       async () => {
-        const sync = (await cluster.nodeWithRole('sync_standby'))!;
+        await cluster.waitHealthy();
+      const sync = await cluster.waitForRole('sync_standby');
         await underLoad('synchronous replica killed', () => cluster.killNode(sync));
         const other = await cluster.waitForRole('sync_standby');
         // synchronous_mode_strict is off: with no replica left, the primary
