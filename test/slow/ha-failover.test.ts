@@ -105,6 +105,28 @@ class WriteLoad {
   }
 }
 
+/** Polls /readyz of each instance every 200 ms, counting 503s. */
+class ReadinessWatch {
+  unready = 0;
+  #running = true;
+  readonly #loops: Promise<void>[];
+
+  constructor(instances: ServerProcess[]) {
+    this.#loops = instances.map(async (s) => {
+      while (this.#running) {
+        const res = await httpRequest(`${s.url}/readyz`, { timeoutMs: 10_000 }).catch(() => undefined);
+        if (res?.status === 503) this.unready++;
+        await delay(200);
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    await Promise.all(this.#loops);
+  }
+}
+
 interface Measure {
   writes: number;
   unavailable: number;
@@ -197,6 +219,7 @@ needs(missing, () => {
     async function underLoad(name: string, fault: () => Promise<void> | void, healthyFirst = true): Promise<Measure> {
       if (healthyFirst) await cluster.waitHealthy();
       const load = new WriteLoad([direct, pooled], token, nextId);
+      const readiness = new ReadinessWatch([direct, pooled]);
       try {
         const warm = performance.now();
         while (load.successesStartedAfter(warm) < 30) await delay(50);
@@ -213,10 +236,14 @@ needs(missing, () => {
         await delay(1000);
       } finally {
         await load.stop();
+        await readiness.stop();
         nextId = load.next;
       }
       const m = measure(load.outcomes);
-      console.log(`# ${name}: ${JSON.stringify(m)}`);
+      console.log(`# ${name}: ${JSON.stringify({ ...m, readyz503: readiness.unready })}`);
+      // An outage longer than a few polls shows in /readyz while it lasts, and is over after.
+      if (m.gapMs > 2000) assert.ok(readiness.unready > 0, `${name}: /readyz never answered 503 during the outage`);
+      for (const s of [direct, pooled]) assert.equal((await httpRequest(`${s.url}/readyz`)).status, 200);
       await verify(load, direct, token);
       assert.ok(m.gapMs < FAILOVER_BUDGET_MS, `${name}: writes were back only after ${m.gapMs} ms`);
       assert.ok(m.stallMs < FAILOVER_BUDGET_MS, `${name}: no write succeeded for ${m.stallMs} ms`);
@@ -252,7 +279,7 @@ needs(missing, () => {
       { timeout: CASE_TIMEOUT },
       async () => {
         await cluster.waitHealthy();
-      const sync = await cluster.waitForRole('sync_standby');
+        const sync = await cluster.waitForRole('sync_standby');
         await underLoad('synchronous replica killed', () => cluster.killNode(sync));
         const other = await cluster.waitForRole('sync_standby');
         // synchronous_mode_strict is off: with no replica left, the primary
