@@ -171,7 +171,7 @@ stop_pid_file() {
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
-    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$file"
 }
@@ -188,14 +188,16 @@ stop_postgres() {
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
-    kill -KILL "$pid" 2>/dev/null || true
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
 }
 
 stop() {
   [ -d "$DIR" ] || die "$DIR does not exist"
   stop_pid_file "$DIR/haproxy.pid"
-  for i in 1 2 3; do stop_pid_file "$DIR/node$i.pid"; done
+  # All nodes at once: stopped one by one, the others would try to take over.
+  for i in 1 2 3; do stop_pid_file "$DIR/node$i.pid" & done
+  wait
   for i in 1 2 3; do stop_postgres "$DIR/node$i/data"; done
   stop_pid_file "$DIR/etcd.pid"
 }

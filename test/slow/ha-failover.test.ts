@@ -226,10 +226,15 @@ needs(missing, () => {
         const faultAt = performance.now();
         await fault();
         // Back: writes started after the fault succeed again, on both instances' paths.
+        // Back means 60 writes in a row succeeded after the last 503, across
+        // both instances and every worker process.
         const deadline = faultAt + FAILOVER_BUDGET_MS + 10_000;
         let since = performance.now();
         while (load.successesStartedAfter(since) < 60) {
-          if (performance.now() > deadline) break;
+          assert.ok(
+            performance.now() < deadline,
+            `${name}: writes still failing ${Math.round(deadline - faultAt)} ms after the fault`,
+          );
           if (load.outcomes.at(-1)?.status === 503) since = performance.now();
           await delay(100);
         }
