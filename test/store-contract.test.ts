@@ -18,6 +18,10 @@ async function listAll(plants: PlantStore, owner: string, pageSize: number): Pro
   throw new Error('paging did not end');
 }
 
+// Each test and hook fails after this rather than hanging (a migration lock
+// left on a pooled connection once made a start wait for an hour).
+const TIMEOUT = 30_000;
+
 // Also through PgBouncer in transaction pooling mode, where every statement
 // may run on another server connection.
 const describeContract = (title: string, body: (fx: StoreFixture) => void) =>
@@ -25,11 +29,14 @@ const describeContract = (title: string, body: (fx: StoreFixture) => void) =>
 
 describeContract('store contract', (fx) => {
   let store: Store;
-  before(async () => {
-    store = await fx.open();
-  });
+  before(
+    async () => {
+      store = await fx.open();
+    },
+    { timeout: TIMEOUT },
+  );
 
-  it('creates, replays identical content and reports conflicts', async () => {
+  it('creates, replays identical content and reports conflicts', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     assert.equal(await p.create('alice', { id: 1n, name: 'fern', tag: 'green' }), 'created');
     assert.equal(await p.create('alice', { id: 1n, name: 'fern', tag: 'green' }), 'replayed');
@@ -41,7 +48,7 @@ describeContract('store contract', (fx) => {
     assert.deepEqual(await listAll(p, 'alice', 10), [{ name: 'fern', tag: 'green' }, { name: 'moss' }]);
   });
 
-  it('keeps int64 ids exact, including both extremes and neighbours past 2^53', async () => {
+  it('keeps int64 ids exact, including both extremes and neighbours past 2^53', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     const ids = [INT64_MIN, INT64_MAX, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n];
     for (const id of ids) assert.equal(await p.create('int64', { id, name: `n${id}` }), 'created');
@@ -57,7 +64,7 @@ describeContract('store contract', (fx) => {
     assert.equal(await p.delete('int64', INT64_MAX), true);
   });
 
-  it('isolates owners: same id for two owners, no cross-owner list or delete', async () => {
+  it('isolates owners: same id for two owners, no cross-owner list or delete', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     assert.equal(await p.create('o1', { id: 7n, name: 'one' }), 'created');
     assert.equal(await p.create('o2', { id: 7n, name: 'two' }), 'created');
@@ -69,7 +76,7 @@ describeContract('store contract', (fx) => {
     assert.deepEqual(await listAll(p, 'o2', 10), []);
   });
 
-  it('pages in insertion order through opaque cursors, each plant exactly once', async () => {
+  it('pages in insertion order through opaque cursors, each plant exactly once', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     const names = Array.from({ length: 53 }, (_, i) => `p${i}`);
     // Ids deliberately out of order: pages follow insertion, not id order.
@@ -85,7 +92,7 @@ describeContract('store contract', (fx) => {
     assert.equal(first.next, undefined, 'no next page when everything fit');
   });
 
-  it('keeps paging stable while plants are inserted and deleted', async () => {
+  it('keeps paging stable while plants are inserted and deleted', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     for (let i = 0; i < 30; i++) await p.create('stable', { id: BigInt(i), name: `s${i}` });
     const seen: string[] = [];
@@ -105,13 +112,13 @@ describeContract('store contract', (fx) => {
     assert.equal(new Set(seen).size, seen.length, 'no repeats');
   });
 
-  it('rejects cursors it did not issue', async () => {
+  it('rejects cursors it did not issue', { timeout: TIMEOUT }, async () => {
     for (const bad of ['zzz', '', 'AAAA', Buffer.from('s-1').toString('base64url'), 'czE=', 'x'.repeat(300)]) {
       await assert.rejects(store.plants.list('x', 5, bad), InvalidCursorError, `cursor ${JSON.stringify(bad)}`);
     }
   });
 
-  it('answers concurrent duplicate creates of one id with one row', async () => {
+  it('answers concurrent duplicate creates of one id with one row', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     const outcomes = await Promise.all(Array.from({ length: 20 }, () => p.create('dup', { id: 42n, name: 'same' })));
     assert.equal(outcomes.filter((o) => o === 'created').length, 1);
@@ -119,29 +126,33 @@ describeContract('store contract', (fx) => {
     assert.deepEqual(await listAll(p, 'dup', 100), [{ name: 'same' }]);
   });
 
-  it('stores tokens by hash, lists them without secrets, and revokes by id or token', async () => {
-    const before = (await store.tokens.list()).length;
-    const a = await issueToken(store.tokens, { owner: 'alice', expiresInMs: 60_000 });
-    const b = await issueToken(store.tokens, { owner: 'bob', scopes: ['plants:read'] });
-    assert.equal((await store.tokens.list()).length, before + 2);
-    const found = await store.tokens.findByHash(hashToken(a.token));
-    assert.equal(found?.owner, 'alice');
-    assert.deepEqual(found?.scopes, ['plants:read', 'plants:write']);
-    assert.ok(found?.expiresAt && Math.abs(found.expiresAt.getTime() - a.record.expiresAt!.getTime()) < 1000);
-    assert.equal(await store.tokens.findByHash(hashToken(a.token + 'x')), undefined);
-    assert.deepEqual((await store.tokens.findByHash(hashToken(b.token)))?.scopes, ['plants:read']);
-    const listed = await store.tokens.list();
-    assert.ok(listed.some((t) => t.id === a.record.id) && listed.some((t) => t.id === b.record.id));
-    assert.ok(!JSON.stringify(listed).includes(a.token));
+  it(
+    'stores tokens by hash, lists them without secrets, and revokes by id or token',
+    { timeout: TIMEOUT },
+    async () => {
+      const before = (await store.tokens.list()).length;
+      const a = await issueToken(store.tokens, { owner: 'alice', expiresInMs: 60_000 });
+      const b = await issueToken(store.tokens, { owner: 'bob', scopes: ['plants:read'] });
+      assert.equal((await store.tokens.list()).length, before + 2);
+      const found = await store.tokens.findByHash(hashToken(a.token));
+      assert.equal(found?.owner, 'alice');
+      assert.deepEqual(found?.scopes, ['plants:read', 'plants:write']);
+      assert.ok(found?.expiresAt && Math.abs(found.expiresAt.getTime() - a.record.expiresAt!.getTime()) < 1000);
+      assert.equal(await store.tokens.findByHash(hashToken(a.token + 'x')), undefined);
+      assert.deepEqual((await store.tokens.findByHash(hashToken(b.token)))?.scopes, ['plants:read']);
+      const listed = await store.tokens.list();
+      assert.ok(listed.some((t) => t.id === a.record.id) && listed.some((t) => t.id === b.record.id));
+      assert.ok(!JSON.stringify(listed).includes(a.token));
 
-    assert.equal(await store.tokens.revoke(a.record.id, new Date()), true);
-    assert.ok((await store.tokens.findByHash(hashToken(a.token)))?.revokedAt);
-    assert.equal(await store.tokens.revoke(hashToken(b.token), new Date()), true);
-    assert.ok((await store.tokens.findByHash(hashToken(b.token)))?.revokedAt);
-    assert.equal(await store.tokens.revoke('tok_nope', new Date()), false);
-  });
+      assert.equal(await store.tokens.revoke(a.record.id, new Date()), true);
+      assert.ok((await store.tokens.findByHash(hashToken(a.token)))?.revokedAt);
+      assert.equal(await store.tokens.revoke(hashToken(b.token), new Date()), true);
+      assert.ok((await store.tokens.findByHash(hashToken(b.token)))?.revokedAt);
+      assert.equal(await store.tokens.revoke('tok_nope', new Date()), false);
+    },
+  );
 
-  it('bulk-inserts plants of one owner in order, skipping ids the owner has', async () => {
+  it('bulk-inserts plants of one owner in order, skipping ids the owner has', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     await p.create('bulk', { id: 2n, name: 'kept' });
     const stored = await p.insertMany('bulk', [
@@ -154,13 +165,13 @@ describeContract('store contract', (fx) => {
     assert.equal(await p.delete('bulk', -(2n ** 63n)), true);
   });
 
-  it('answers ping while the database is reachable', async () => {
+  it('answers ping while the database is reachable', { timeout: TIMEOUT }, async () => {
     await store.ping();
   });
 });
 
 describeContract('first token', (fx) => {
-  it('is created once when several servers race on an empty store', async () => {
+  it('is created once when several servers race on an empty store', { timeout: TIMEOUT }, async () => {
     // Two stores = two connections (or pools), as two server processes would have.
     const [a, b] = [await fx.open(), await fx.open()];
     const issued = await Promise.all(
@@ -173,7 +184,7 @@ describeContract('first token', (fx) => {
 });
 
 describeOnStore('sqlite', 'SQLite cursors', (fx) => {
-  it('work only for the owner they were issued to and do not show the row number', async () => {
+  it('work only for the owner they were issued to and do not show the row number', { timeout: TIMEOUT }, async () => {
     const store = await fx.open();
     for (let i = 1n; i <= 3n; i++) {
       await store.plants.create('alice', { id: i, name: `a${i}` });

@@ -83,6 +83,13 @@ export const webhookDeliveryLag = new Histogram(
   [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600],
 );
 
+export const dbUnavailableErrors = new Counter({
+  name: 'plant_store_db_unavailable_errors_total',
+  help: 'Store calls answered 503 because the database could not take them, by reason: read_only (the server is a standby: failover or switchover under way), shutdown (the server is stopping or starting), connection (lost or refused), timeout (pool or statement), overloaded (too many connections), misconfigured.',
+  labelNames: ['reason'],
+  registers: [registry],
+});
+
 /** What the PostgreSQL pool gauges read; pg.Pool has these fields. */
 export interface PoolCounts {
   readonly totalCount: number;

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Series } from '../../metrics/histogram.js';
-import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
+import { dbCommitDuration, dbQueryDuration, dbUnavailableErrors, metricsOn, trackPool } from '../../metrics/metrics.js';
 import { StoreUnavailableError } from '../store.js';
 import { errorChain } from '../error-causes.js';
 import { ConfigError, type PostgresConfig } from '../../config.js';
@@ -87,6 +87,7 @@ export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides 
   // needs the database fails to connect, surfaces as StoreUnavailableError,
   // and is logged with the 503 it turns into (and /readyz answers 503).
   pool.on('error', () => {});
+  if (direct) primaryOnly.add(pool);
   trackPool(pool);
   return pool;
 }
@@ -105,32 +106,86 @@ const NETWORK_CODES = new Set([
   'ENETDOWN',
 ]);
 
-// SQLSTATEs meaning "the server cannot serve you right now", as opposed to a
-// fault in the statement. 57014 is a statement timeout or cancel: the
-// database is too slow to answer, and a retry is the right reaction.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '53300']);
+/** The reasons an unavailable database is counted under (plant_store_db_unavailable_errors_total). */
+export type UnavailableReason = 'read_only' | 'shutdown' | 'connection' | 'timeout' | 'overloaded' | 'misconfigured';
+
+// SQLSTATEs meaning "this server cannot take the request now", as opposed to
+// a fault in the statement. 25006: the server is a read-only standby, which
+// is what a pool sees of a primary that a failover or switchover demoted, or
+// that Patroni restarted as a standby before promoting it again. 57P01-57P03:
+// shut down by an administrator, after a crash, or not started yet. 57014: a
+// statement timeout or cancel, the database too slow to answer. 25P03: the
+// server ended an idle transaction's session. 53300: too many connections.
+const UNAVAILABLE_SQLSTATES = new Map<string, UnavailableReason>([
+  ['25006', 'read_only'],
+  ['57P01', 'shutdown'],
+  ['57P02', 'shutdown'],
+  ['57P03', 'shutdown'],
+  ['57014', 'timeout'],
+  ['25P03', 'connection'],
+  ['53300', 'overloaded'],
+]);
 
 // pg and pg-pool report lost or unobtainable connections with plain Errors.
-const UNAVAILABLE_MESSAGES =
-  /^(Connection terminated|timeout exceeded when trying to connect|timeout expired|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end on the pool|Query read timeout)/;
+const TIMEOUT_MESSAGES = /^(timeout exceeded when trying to connect|timeout expired|Query read timeout)/;
+const LOST_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)/;
+
+/** Seconds a client is asked to wait before retrying: a failover takes several, and clients back off from there. */
+export const RETRY_AFTER_SECONDS = 1;
 
 function codeOf(error: object): string | undefined {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? code : undefined;
 }
 
-/** True when the error, or one it wraps, says the database could not be reached, not that the statement was wrong. */
-export function isUnavailableError(error: unknown): boolean {
-  return errorChain(error).some(unavailable);
+/** Why the database could not take the request, or undefined when the error is the statement's own fault. */
+export function unavailableReason(error: unknown): UnavailableReason | undefined {
+  for (const e of errorChain(error)) {
+    const reason = ownUnavailableReason(e);
+    if (reason) return reason;
+  }
+  return undefined;
 }
 
-function unavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
+function ownUnavailableReason(error: unknown): UnavailableReason | undefined {
+  if (!(error instanceof Error)) return undefined;
   const code = codeOf(error);
   if (code !== undefined) {
-    if (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) return true;
+    const reason = UNAVAILABLE_SQLSTATES.get(code);
+    if (reason) return reason;
+    if (NETWORK_CODES.has(code) || code.startsWith('08')) return 'connection';
   }
-  return UNAVAILABLE_MESSAGES.test(error.message);
+  if (TIMEOUT_MESSAGES.test(error.message)) return 'timeout';
+  if (LOST_MESSAGES.test(error.message)) return 'connection';
+  return undefined;
+}
+
+/** True when the error says the database could not take the request, not that the statement was wrong. */
+export function isUnavailableError(error: unknown): boolean {
+  return unavailableReason(error) !== undefined;
+}
+
+/** The server takes no writes: a standby (not, or no longer, the primary), or a session made read-only. */
+export class ReadOnlyServerError extends Error {
+  override name = 'ReadOnlyServerError';
+  // Counted and answered like the server's own refusal to write on a standby.
+  readonly code = '25006';
+  constructor() {
+    super(
+      'the database server takes no writes: a standby, not the primary (a failover or switchover is under way), or read-only',
+    );
+  }
+}
+
+// On during recovery (a standby) and in a session made read-only
+// (default_transaction_read_only), where every write would fail with 25006.
+const IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on' AS read_only";
+
+/** Throws ReadOnlyServerError unless `client` is connected to a server that takes writes (the primary). */
+export async function assertWritable(client: pg.ClientBase): Promise<void> {
+  const { rows } = await client.query<{ read_only: boolean }>(IS_READ_ONLY);
+  if (rows[0]?.read_only !== false) throw new ReadOnlyServerError();
 }
 
 // PgBouncer's answer to a startup packet with a parameter it does not know.
@@ -178,8 +233,14 @@ function toStoreError(error: unknown): unknown {
   // for requests (the store cannot be used as configured), with the cause
   // that names the fix in the log.
   const misconfigured = refusedStartupParameter(error) ?? lostPreparedStatement(error);
-  if (misconfigured) return new StoreUnavailableError(misconfigured);
-  return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
+  if (misconfigured) {
+    dbUnavailableErrors.inc({ reason: 'misconfigured' });
+    return new StoreUnavailableError(misconfigured);
+  }
+  const reason = unavailableReason(error);
+  if (reason === undefined) return error;
+  dbUnavailableErrors.inc({ reason });
+  return new StoreUnavailableError(error, RETRY_AFTER_SECONDS);
 }
 
 /**
@@ -194,12 +255,12 @@ export function startupError(error: unknown): unknown {
   return isUnavailableError(error) ? new StoreUnavailableError(error) : error;
 }
 
-// A server-reported error that does not end the session (constraint, syntax,
-// statement timeout) leaves the connection reusable; anything else may have broken it.
+// A server-reported fault of the statement (constraint, syntax) leaves the
+// connection reusable. Anything else may have broken it, and one that says the
+// server cannot take requests now (a standby, shutting down, too slow) is not
+// kept either: its replacement goes wherever the primary is by then.
 function connectionSurvives(error: unknown): boolean {
-  if (!(error instanceof pg.DatabaseError)) return false;
-  const code = error.code ?? '';
-  return !code.startsWith('08') && !code.startsWith('57P');
+  return error instanceof pg.DatabaseError && unavailableReason(error) === undefined;
 }
 
 const queryTime = dbQueryDuration.series('postgres');
@@ -228,6 +289,14 @@ async function timed<T>(series: Series, pool: pg.Pool, work: (client: pg.PoolCli
   }
 }
 
+// Pools that check each new connection leads to the primary before its first
+// use: a connection opened while a failover is under way can reach the old
+// primary, restarted as a standby, where reads would be served stale. Only
+// for direct connections: behind a transaction pooler each transaction may
+// run on another server connection, so a check says nothing about the next.
+const primaryOnly = new WeakSet<pg.Pool>();
+const checkedPrimary = new WeakSet<pg.PoolClient>();
+
 async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
   try {
@@ -243,6 +312,10 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
   };
   client.on('error', onError);
   try {
+    if (primaryOnly.has(pool) && !checkedPrimary.has(client)) {
+      await assertWritable(client);
+      checkedPrimary.add(client);
+    }
     return await work(client);
   } catch (error) {
     if (!connectionSurvives(error)) broken ??= error instanceof Error ? error : new Error(String(error));

@@ -3,9 +3,10 @@ import type pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
 import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import type { Store } from '../store.js';
-import { createPgPool, startupError, withClient } from './db-connect.postgres.js';
+import { assertWritable, createPgPool, startupError, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
+import { MigrationDialect } from './migration-lock.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 import { PostgresTransfer } from './transfer.postgres.js';
@@ -13,9 +14,10 @@ import { PostgresOutboxStore, PostgresWebhookStore } from './webhooks-store.post
 
 export async function migratePostgres(config: PostgresConfig): Promise<MigrationReport> {
   // No statement timeout: a second instance starting at the same time waits
-  // on the migrator's lock for as long as the first one's DDL takes.
+  // on the migration lock (bounded by its own lock_timeout) for as long as
+  // the first one's DDL takes.
   const db = new Kysely<unknown>({
-    dialect: new PostgresDialect({ pool: createPgPool(config, { max: 2, statementTimeoutMs: 0 }) }),
+    dialect: new MigrationDialect({ pool: createPgPool(config, { max: 2, statementTimeoutMs: 0 }) }),
   });
   try {
     return await migrateToLatest(db, postgresMigrations);
@@ -45,9 +47,10 @@ export class PostgresStore implements Store {
     this.outbox = new PostgresOutboxStore(pool);
   }
 
+  /** Resolves when the database answers and takes writes: a standby cannot. */
   async ping(): Promise<void> {
     try {
-      await withClient(this.pool, (client) => client.query('SELECT 1'));
+      await withClient(this.pool, assertWritable);
     } catch (error) {
       throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
     }
