@@ -3,7 +3,7 @@
 // compile), and run by Node against a real server.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,16 +152,5 @@ describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => 
       left: [{ name: 'Fern' }],
     });
 
-    // The README's example, as written there.
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-    const example = /```js\n(\/\/ plants\.mjs[^]*?)```/.exec(readme)?.[1];
-    assert.ok(example, 'the README has the plants.mjs example');
-    writeFileSync(join(project, 'plants.mjs'), example);
-    const readmeRun = await run(process.execPath, ['plants.mjs'], {
-      cwd: project,
-      env: { ...env, TOKEN: token, PLANT_STORE_URL: baseUrl },
-    });
-    const lines = readmeRun.stdout.trim().split('\n');
-    assert.deepEqual(lines.slice(-3), ['Fern', 'Monstera', '404 no plant with id 9223372036854775807']);
   });
 });
