@@ -151,6 +151,5 @@ describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => 
       tag: 'tropical',
       left: [{ name: 'Fern' }],
     });
-
   });
 });
