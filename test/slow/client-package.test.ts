@@ -3,34 +3,22 @@
 // by a strict program (whose wrong uses must not compile) and run against a
 // real server. Nothing of the server may come with it.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
+import { NPM, npmEnv, run, typecheckStrict } from '../helpers/packed.js';
 import { after, before, it } from '../helpers/requirements.js';
 import { describeOnStore } from '../helpers/stores.js';
 import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 
-const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const SERVER_DEPENDENCIES = Object.keys(
   (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> })
     .dependencies,
 );
-
-/** The environment without the npm_* variables of the npm script that runs this file. */
-function npmEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^npm_/i.test(k)) env[k] = v;
-  return env;
-}
 
 const program = (baseUrl: string, token: string) => `
 import { PlantStoreClient, PlantStoreError, type ErrorBody, type NewPlant, type Plant } from 'plant-store-client';
@@ -66,17 +54,6 @@ void ((p: Plant) => p.id);
 
 console.log(JSON.stringify({ created, names, error, refused, left: await client.listPlants() }));
 `;
-
-const STRICT = {
-  strict: true,
-  target: 'ES2022',
-  lib: ['ES2022', 'DOM'],
-  types: [],
-  noEmitOnError: true,
-  exactOptionalPropertyTypes: true,
-  noUncheckedIndexedAccess: true,
-  skipLibCheck: false,
-};
 
 describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
   let app: FastifyInstance;
@@ -141,15 +118,7 @@ describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
       assert.equal(manifest.dependencies, undefined, 'no runtime dependencies');
 
       writeFileSync(join(project, 'main.ts'), program(baseUrl, token));
-      for (const [name, options] of [
-        ['tsconfig.json', { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' }],
-        ['tsconfig.bundler.json', { ...STRICT, module: 'ES2022', moduleResolution: 'Bundler', noEmit: true }],
-      ] as const) {
-        writeFileSync(join(project, name), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }));
-        await run(process.execPath, [TSC, '-p', name], { cwd: project }).catch((error: { stdout?: string }) => {
-          assert.fail(`tsc -p ${name} failed:\n${error.stdout}`);
-        });
-      }
+      await typecheckStrict(project);
 
       const { stdout } = await run(process.execPath, ['main.js'], { cwd: project, env });
       assert.deepEqual(JSON.parse(stdout), {
