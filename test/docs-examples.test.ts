@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { codeBlocks, docPages, REPO, shortName, type CodeBlock } from './helpers/markdown.js';
 import { after, before, commandProbe, describe, it, needs, requirement } from './helpers/requirements.js';
@@ -38,6 +39,55 @@ it('shell examples parse, and none runs npx (which could fetch a stranger packag
     });
     assert.doesNotMatch(b.code, /(^|[\s;&|(])npx\s/m, `${where(b)} runs npx`);
   }
+});
+
+/** Each `plant-store COMMAND … --flag …` in the shell examples, with the example it is in. */
+function cliUses(): Array<{ block: CodeBlock; words: string[]; flags: string[] }> {
+  const uses: Array<{ block: CodeBlock; words: string[]; flags: string[] }> = [];
+  for (const block of of('sh')) {
+    const text = block.code.replace(/\\\n\s*/g, ' ');
+    for (const raw of text.split('\n')) {
+      const line = raw.replace(/(^|\s)#.*$/, '');
+      // At the start of a statement, after $( or a pipe, or as a path: not "docker build -t plant-store".
+      for (const m of line.matchAll(/(?:^|\$\(|[;&|]\s*|\/)(?:\w+=\S*\s+)*plant-store((?:\s+[^\s;&|)<>]+)*)/g)) {
+        const tokens = m[1]!.trim().split(/\s+/).filter(Boolean);
+        const words: string[] = [];
+        for (const t of tokens) {
+          if (t.startsWith('-') || words.length === 2) break;
+          if (!/^[a-z]+$/.test(t)) break;
+          words.push(t);
+        }
+        if (words.length === 0) continue;
+        uses.push({ block, words, flags: tokens.filter((t) => /^--[a-z]/.test(t)).map((t) => t.replace(/=.*$/, '')) });
+      }
+    }
+  }
+  return uses;
+}
+
+it('every plant-store command in the examples exists and takes the flags given', { timeout: 30_000 }, async () => {
+  const uses = cliUses();
+  assert.ok(uses.length >= 20, `only ${uses.length} commands found`);
+  const wrong: string[] = [];
+  for (const { block, words, flags } of uses) {
+    // "token create" or "migrate": the longest prefix the CLI knows as a command.
+    let help: string | undefined;
+    for (const n of [words.length, 1]) {
+      const result = await runCliInProcess([...words.slice(0, n), '--help']);
+      if (result.code === 0 && !/^Usage: plant-store (\w+ )?<command>/.test(result.stdout)) {
+        help = result.stdout;
+        break;
+      }
+    }
+    if (help === undefined) {
+      wrong.push(`${where(block)}: plant-store ${words.join(' ')} is not a command`);
+      continue;
+    }
+    for (const flag of flags) {
+      if (!help.includes(flag)) wrong.push(`${where(block)}: plant-store ${words.join(' ')} has no ${flag}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
 });
 
 it('JSON examples parse', () => {
