@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SRC = join(ROOT, 'src');
+// The client's own package; src/client re-exports it as plant-store/client.
+const CLIENT_PACKAGE = join(ROOT, 'packages', 'client', 'src');
 
 // Lowest first. A top-level folder of src/ (or a file directly in it) not
 // listed here fails the test, so a new layer has to be placed on purpose.
@@ -110,12 +112,19 @@ describe('architecture', () => {
 
   it('keeps the client free of Node modules and of the server', () => {
     const wrong: string[] = [];
+    for (const file of sourceFiles(CLIENT_PACKAGE)) {
+      for (const { specifier } of importsOf(file)) {
+        const inside = specifier.startsWith('.') && resolve(dirname(file), specifier).startsWith(CLIENT_PACKAGE + sep);
+        if (!inside) wrong.push(`${relative(ROOT, file)} imports ${specifier}: the client package imports only itself`);
+      }
+    }
     for (const file of files.filter((f) => part(f) === CLIENT)) {
       for (const { specifier, typeOnly } of importsOf(file)) {
         const name = relative(ROOT, file);
         if (specifier.startsWith('node:')) wrong.push(`${name} imports ${specifier}`);
         else if (specifier.startsWith('.')) {
-          const target = part(resolve(dirname(file), specifier));
+          const path = resolve(dirname(file), specifier);
+          const target = path.startsWith(CLIENT_PACKAGE + sep) ? CLIENT : part(path);
           if (target !== CLIENT && !(target === 'schemas' && typeOnly)) wrong.push(`${name} imports ${specifier}`);
         } else if (!typeOnly) wrong.push(`${name} imports the package ${specifier}`);
       }

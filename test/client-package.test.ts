@@ -2,30 +2,18 @@
 // project, imported by a strict TypeScript program (whose wrong uses must not
 // compile), and run by Node against a real server.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
+import { NPM, npmEnv, run, typecheckStrict } from './helpers/packed.js';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { describeOnStore } from './helpers/stores.js';
 
-const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-
-/** The environment without the npm_* variables of the `npm test` that runs this file. */
-function npmEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^npm_/i.test(k)) env[k] = v;
-  return env;
-}
 
 const program = (baseUrl: string, token: string) => `
 import { PlantStoreClient, PlantStoreError, type ErrorBody, type NewPlant, type Plant, type PlantId } from 'plant-store/client';
@@ -73,17 +61,6 @@ void (() => new PlantStoreClient({ baseUrl: 'http://x' }));
 console.log(JSON.stringify({ created, page, names, rangeError, status, error, tag, left: await client.listPlants() }));
 `;
 
-const STRICT = {
-  strict: true,
-  target: 'ES2022',
-  lib: ['ES2022', 'DOM'],
-  types: [],
-  noEmitOnError: true,
-  exactOptionalPropertyTypes: true,
-  noUncheckedIndexedAccess: true,
-  skipLibCheck: false,
-};
-
 describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => {
   let app: FastifyInstance;
   let baseUrl = '';
@@ -129,15 +106,7 @@ describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => 
     );
 
     writeFileSync(join(project, 'main.ts'), program(baseUrl, token));
-    for (const [name, options] of [
-      ['tsconfig.json', { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' }],
-      ['tsconfig.bundler.json', { ...STRICT, module: 'ES2022', moduleResolution: 'Bundler', noEmit: true }],
-    ] as const) {
-      writeFileSync(join(project, name), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }));
-      await run(process.execPath, [TSC, '-p', name], { cwd: project }).catch((error: { stdout?: string }) => {
-        assert.fail(`tsc -p ${name} failed:\n${error.stdout}`);
-      });
-    }
+    await typecheckStrict(project);
 
     const { stdout } = await run(process.execPath, ['main.js'], { cwd: project, env });
     assert.deepEqual(JSON.parse(stdout), {
@@ -151,17 +120,5 @@ describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => 
       tag: 'tropical',
       left: [{ name: 'Fern' }],
     });
-
-    // The README's example, as written there.
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-    const example = /```js\n(\/\/ plants\.mjs[^]*?)```/.exec(readme)?.[1];
-    assert.ok(example, 'the README has the plants.mjs example');
-    writeFileSync(join(project, 'plants.mjs'), example);
-    const readmeRun = await run(process.execPath, ['plants.mjs'], {
-      cwd: project,
-      env: { ...env, TOKEN: token, PLANT_STORE_URL: baseUrl },
-    });
-    const lines = readmeRun.stdout.trim().split('\n');
-    assert.deepEqual(lines.slice(-3), ['Fern', 'Monstera', '404 no plant with id 9223372036854775807']);
   });
 });

@@ -45,7 +45,9 @@ TypeRegistry.Set('Int64', (_schema, value) => typeof value === 'bigint' && value
  * document says both (oneOf), so generated clients let callers pass a string
  * and keep every digit.
  */
-export function Int64(options: { description?: string; 'x-error-message'?: string } = {}): TUnsafe<bigint> {
+export function Int64(
+  options: { description?: string; examples?: string[]; 'x-error-message'?: string } = {},
+): TUnsafe<bigint> {
   return Type.Unsafe<bigint>({
     [Kind]: 'Int64',
     oneOf: [

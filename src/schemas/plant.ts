@@ -12,11 +12,13 @@ const name = Text({
   minLength: 1,
   maxLength: NAME_MAX_LENGTH,
   description: `The name of the plant (1 to ${NAME_MAX_LENGTH} characters, no NUL)`,
+  examples: ['Monstera'],
   'x-error-message': `name must be a string of 1 to ${NAME_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
 });
 const tag = Text({
   maxLength: TAG_MAX_LENGTH,
   description: `Tag that specifies the type (at most ${TAG_MAX_LENGTH} characters, no NUL)`,
+  examples: ['tropical'],
   'x-error-message': `tag must be a string of at most ${TAG_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
 });
 
@@ -36,7 +38,11 @@ const ID_DESCRIPTION =
   'string of decimal digits. Send the string form ("9007199254740993") from languages whose numbers are doubles, ' +
   'such as JavaScript: they round integers above 2^53 before the request is sent, which the service cannot detect.';
 
-const id = Int64({ description: ID_DESCRIPTION, 'x-error-message': idMessage });
+// Examples are what the /docs page fills its forms with: an id past 2^53, as
+// the string that keeps it exact, so "Try it out" works without editing.
+export const ID_EXAMPLE = '9007199254740993';
+
+const id = Int64({ description: ID_DESCRIPTION, examples: [ID_EXAMPLE], 'x-error-message': idMessage });
 
 /** The create body as validated: the id and every field of Plant, nothing else. */
 export const NewPlant = Type.Object(
@@ -54,6 +60,7 @@ export const NewPlantComponent = Type.Unsafe<NewPlant>({
   $id: 'NewPlant',
   title: 'NewPlant',
   description: 'A plant to create: every field of Plant plus its id',
+  examples: [{ id: ID_EXAMPLE, name: 'Monstera', tag: 'tropical' }],
   allOf: [Type.Ref(Plant), Type.Object({ id })],
   unevaluatedProperties: false,
 });
@@ -68,6 +75,7 @@ export const ListQuery = Type.Object(
         maximum: INT32_MAX,
         format: 'int32',
         description: 'Maximum number of plants to return; values above the server maximum are clamped to it',
+        examples: [10],
         'x-error-message': `limit must be an integer between 1 and ${INT32_MAX}`,
       }),
     ),
@@ -90,6 +98,7 @@ export const PlantIdParams = Type.Object(
       description:
         "Identification number of the plant: an int64 in decimal. Build the path from the id's text, not from a " +
         'JavaScript number, which rounds integers above 2^53.',
+      examples: [ID_EXAMPLE],
       'x-error-message': idMessage,
     }),
   },

@@ -29,6 +29,8 @@ TypeRegistry.Set<TextSchema>('Text', (schema, value) => {
 });
 
 /** A string of whole Unicode characters, without NUL, its length counted in characters. */
-export function Text(options: TextSchema & { description?: string; 'x-error-message'?: string }): TUnsafe<string> {
+export function Text(
+  options: TextSchema & { description?: string; examples?: string[]; 'x-error-message'?: string },
+): TUnsafe<string> {
   return Type.Unsafe<string>({ [Kind]: 'Text', type: 'string', pattern: WELL_FORMED_NO_NUL, ...options });
 }

@@ -1,13 +1,13 @@
-// The README's configuration table is what users read; it must match the
+// The configuration reference's table is what users read; it must match the
 // settings the code accepts (flag, environment variable, default).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { it } from './helpers/requirements.js';
 import { SETTINGS } from '../src/config.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../../docs/reference/configuration.md', import.meta.url), 'utf8');
 
-it('the README configuration table lists every setting with its environment variable and default', () => {
+it('the configuration reference lists every setting with its environment variable and default', () => {
   const rows = readme.split('\n').filter((line) => line.startsWith('| `--'));
   for (const [name, setting] of Object.entries(SETTINGS)) {
     const row = rows.find((r) => r.startsWith(`| \`--${name}\` |`));

@@ -1,4 +1,4 @@
-import type { ErrorBody } from '../schemas/error.js';
+import type { ErrorBody } from './types.js';
 
 /** A non-2xx answer from Plant Store. */
 export class PlantStoreError extends Error {

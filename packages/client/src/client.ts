@@ -1,10 +1,12 @@
-import type { NewPlant as NewPlantBody, Plant } from '../schemas/plant.js';
 import { errorFrom } from './error.js';
 import { idText, type PlantId } from './ids.js';
 import { nextLink } from './link.js';
+import type { Plant } from './types.js';
 
 /** A plant to create: its id (bigint, or a number that is a safe integer), name and optional tag. */
-export type NewPlant = Omit<NewPlantBody, 'id'> & { id: PlantId };
+export interface NewPlant extends Plant {
+  id: PlantId;
+}
 
 export interface PlantStoreClientOptions {
   /** Where Plant Store is served, e.g. "http://127.0.0.1:8080" (a path prefix is kept). */
@@ -40,10 +42,19 @@ export class PlantStoreClient {
   readonly #fetch: typeof fetch;
 
   constructor(options: PlantStoreClientOptions) {
+    // Plain JavaScript would otherwise send "Bearer undefined" and meet a 401 far from the cause.
+    const token: unknown = options.token;
+    if (typeof token !== 'string' || token.trim() === '') {
+      throw new TypeError(
+        `PlantStoreClient needs a token (a bearer token as "plant-store token create" prints it), got ${
+          typeof token === 'string' ? 'an empty string' : token === null ? 'null' : typeof token
+        }`,
+      );
+    }
     const base = new URL(options.baseUrl);
     if (!base.pathname.endsWith('/')) base.pathname += '/';
     this.#base = base;
-    this.#authorization = `Bearer ${options.token}`;
+    this.#authorization = `Bearer ${token}`;
     // Looked up at call time, and never called as a method of this object (browsers require that).
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }

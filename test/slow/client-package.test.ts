@@ -1,0 +1,134 @@
+// plant-store-client as a browser or app developer gets it: packed alone with
+// `npm pack -w plant-store-client`, installed into an empty project, type-checked
+// by a strict program (whose wrong uses must not compile) and run against a
+// real server. Nothing of the server may come with it.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { NPM, npmEnv, run, typecheckStrict } from '../helpers/packed.js';
+import { after, before, it } from '../helpers/requirements.js';
+import { describeOnStore } from '../helpers/stores.js';
+import { buildApp } from '../../src/app/app.js';
+import { issueToken } from '../../src/auth/tokens.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+const SERVER_DEPENDENCIES = Object.keys(
+  (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> })
+    .dependencies,
+);
+
+const program = (baseUrl: string, token: string) => `
+import { PlantStoreClient, PlantStoreError, type ErrorBody, type NewPlant, type Plant } from 'plant-store-client';
+
+const client = new PlantStoreClient({ baseUrl: ${JSON.stringify(baseUrl)}, token: ${JSON.stringify(token)} });
+const created: Plant = await client.createPlant({ id: 9223372036854775807n, name: 'Monstera', tag: 'tropical' });
+const small: NewPlant = { id: 7, name: 'Fern' };
+await client.createPlant(small);
+const names: string[] = [];
+for await (const p of client.iteratePlants({ pageSize: 1 })) names.push(p.name);
+await client.deletePlant(9223372036854775807n);
+let error: ErrorBody | undefined;
+try {
+  await client.deletePlant(1n);
+} catch (e) {
+  if (e instanceof PlantStoreError) error = e.body;
+}
+let refused = '';
+try {
+  new PlantStoreClient({ baseUrl: 'http://127.0.0.1:1', token: '' });
+} catch (e) {
+  if (e instanceof TypeError) refused = e.message;
+}
+
+// Wrong uses that must not compile (an unused @ts-expect-error fails the build).
+// @ts-expect-error the token is required
+void (() => new PlantStoreClient({ baseUrl: 'http://x' }));
+declare const maybe: string | undefined;
+// @ts-expect-error a token that may be undefined is not a token
+void (() => new PlantStoreClient({ baseUrl: 'http://x', token: maybe }));
+// @ts-expect-error a Plant has no id
+void ((p: Plant) => p.id);
+
+console.log(JSON.stringify({ created, names, error, refused, left: await client.listPlants() }));
+`;
+
+describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
+  let app: FastifyInstance;
+  let baseUrl = '';
+  let token = '';
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-client-pack-'));
+  const project = join(dir, 'app');
+
+  before(async () => {
+    const store = await fx.open();
+    app = await buildApp(fx.config(), { store });
+    baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    token = (await issueToken(store.tokens, { owner: 'packed-client' })).token;
+  });
+  after(async () => {
+    await app?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(
+    'installs without any server dependency, type-checks strictly and talks to the server',
+    { timeout: 180_000 },
+    async () => {
+      const env = npmEnv();
+      // prepack builds the package, as `npm pack -w plant-store-client` does for a user.
+      const packed = await run(NPM, ['pack', '-w', 'plant-store-client', '--json', '--pack-destination', dir], {
+        cwd: REPO,
+        env,
+      });
+      const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [
+        { filename: string; files: Array<{ path: string }> },
+      ];
+      assert.match(filename, /^plant-store-client-\d+\.\d+\.\d+\.tgz$/);
+      const paths = files.map((f) => f.path).sort();
+      for (const path of ['dist/index.js', 'dist/index.d.ts', 'package.json']) assert.ok(paths.includes(path), path);
+      assert.deepEqual(
+        paths.filter((p) => !/^dist\/[\w-]+\.(js|d\.ts)$/.test(p) && p !== 'package.json' && p !== 'README.md'),
+        [],
+        'only the built client, its package.json and README',
+      );
+
+      mkdirSync(project);
+      writeFileSync(
+        join(project, 'package.json'),
+        JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }),
+      );
+      await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename)], {
+        cwd: project,
+        env,
+      });
+
+      const installed = readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'));
+      assert.deepEqual(installed, ['plant-store-client'], 'the client came alone');
+      const lock = JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as {
+        packages: Record<string, unknown>;
+      };
+      assert.deepEqual(Object.keys(lock.packages).sort(), ['', 'node_modules/plant-store-client']);
+      for (const name of SERVER_DEPENDENCIES) assert.ok(!installed.includes(name), `${name} was installed`);
+      const manifest = JSON.parse(
+        readFileSync(join(project, 'node_modules/plant-store-client/package.json'), 'utf8'),
+      ) as Record<string, unknown>;
+      assert.equal(manifest.dependencies, undefined, 'no runtime dependencies');
+
+      writeFileSync(join(project, 'main.ts'), program(baseUrl, token));
+      await typecheckStrict(project);
+
+      const { stdout } = await run(process.execPath, ['main.js'], { cwd: project, env });
+      assert.deepEqual(JSON.parse(stdout), {
+        created: { name: 'Monstera', tag: 'tropical' },
+        names: ['Monstera', 'Fern'],
+        error: { error: 404, message: 'no plant with id 1' },
+        refused:
+          'PlantStoreClient needs a token (a bearer token as "plant-store token create" prints it), got an empty string',
+        left: [{ name: 'Fern' }],
+      });
+    },
+  );
+});
