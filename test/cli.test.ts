@@ -451,10 +451,10 @@ describeEachStore('plant-store serve', (fx) => {
     assert.doesNotMatch(server.stderr, TOKEN_ANYWHERE, "no new token is made behind the operator's back");
   });
 
-  it('reads HOST and PORT from the environment, and flags win over HOST, PORT and DATABASE_URL', LIMIT, async () => {
+  it('reads PLANTS_HOST and PORT from the environment, and flags win over PLANTS_HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
     const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {
-      env: { HOST: '127.0.0.1', PORT: '0' },
+      env: { PLANTS_HOST: '127.0.0.1', PORT: '0' },
     });
     assert.notEqual(fromEnv.port, 8080, 'PORT=0 from the environment picks a free port');
     assert.equal((await httpRequest(`${fromEnv.url}/plants`, { token })).status, 200);
@@ -465,7 +465,7 @@ describeEachStore('plant-store serve', (fx) => {
     after(() => rmSync(dir, { recursive: true, force: true }));
     const other = join(dir, 'other.db');
     const flags = await startServer(serveArgs(fx.db), {
-      env: { HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
+      env: { PLANTS_HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
     });
     assert.equal(
       (await httpRequest(`${flags.url}/plants`, { token })).status,

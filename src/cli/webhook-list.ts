@@ -1,11 +1,10 @@
-import { loadConfig } from '../config.js';
 import { printJsonLines, printTable } from './rows.js';
 import { openCommandStore } from './store.js';
-import { settingFlags, type Command } from './args.js';
+import { commandConfig, type Command } from './args.js';
 
 export const webhookList: Command = {
   name: 'webhook list',
-  usage: 'webhook list [--json] [--db PATH_OR_URL]',
+  usage: 'webhook list [--json] [--db PATH|URL]',
   summary:
     'Lists webhook endpoints: id, owner, events, status (active, or disabled and why), events waiting for delivery, created, URL. Secrets are never shown.',
   settings: ['db', 'pg-pooler'],
@@ -18,7 +17,7 @@ export const webhookList: Command = {
   async run(ctx, values) {
     // mustExist: a mistyped --db is an error, not a new empty store;
     // existingSchema: a database that is not ours gets no tables.
-    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(commandConfig(this, values, ctx), {
       mustExist: true,
       existingSchema: true,
     });
