@@ -62,7 +62,7 @@ describe('deploy/plant-store.service', () => {
       'ProtectHome=yes',
       'PrivateTmp=yes',
       'CapabilityBoundingSet=',
-      'Environment=DATABASE_URL=/var/lib/plant-store/plants.db',
+      'Environment=PLANTS_DB=/var/lib/plant-store/plants.db',
       `ExecStart=/usr/bin/env node ${START_NODE_FLAGS.join(' ')} /usr/local/bin/plant-store serve`,
       'KillMode=mixed',
     ]) {
