@@ -73,6 +73,8 @@ export interface Command {
   settings: SettingName[];
   /** Takes positional arguments (ids); any other command refuses them. */
   positionals?: true;
+  /** What it prints where, and its exit codes beyond 0, 1 and 2 (for docs/reference/cli.md). */
+  output: string;
   /** Flags of its own. */
   flags?: Record<string, CommandFlag>;
   run(ctx: CommandContext, values: ArgValues, positionals: string[]): Promise<number>;

@@ -12,6 +12,8 @@ export const backup: Command = {
   usage: 'backup --out FILE [--json] [--db PATH]',
   summary:
     'Copies a SQLite store to a new file while servers keep serving; the copy is consistent as of its start. For PostgreSQL use pg_dump.',
+  output:
+    'stderr: progress, then the file written and the time taken. With --json, stdout: {"out", "bytes", "seconds"} and no progress.',
   settings: ['db'],
   flags: {
     out: { type: 'string', arg: 'FILE', help: 'the new backup file (must not exist)' },

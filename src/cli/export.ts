@@ -9,6 +9,8 @@ export const exportCommand: Command = {
   usage: 'export [--json] [--db PATH|URL] > dump.ndjson',
   summary:
     'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
+  output:
+    'stdout: the export, one JSON object per line. stderr: progress, then the counts written. With --json, stderr: {"tokens", "plants"} instead.',
   settings: ['db', 'pg-pooler'],
   flags: {
     json: jsonFlag('the tokens and plants written, on stderr (stdout carries the export itself)'),

@@ -9,6 +9,8 @@ export const importCommand: Command = {
   usage: 'import [--json] [--db PATH|URL] < dump.ndjson',
   summary:
     'Reads JSON lines written by plant-store export from stdin into a store. Tokens keep working; plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
+  output:
+    'stderr: progress, then the records read and the tokens and plants stored. With --json, stdout: {"read", "tokens", "plants"}. Exit code 2 when stdin is not an export.',
   settings: ['db', 'pg-pooler'],
   flags: { json: jsonFlag('the records read and the tokens and plants stored') },
   async run(ctx, values) {

@@ -15,7 +15,8 @@ import { webhookAdd } from './webhook-add.js';
 import { webhookList } from './webhook-list.js';
 import { webhookRemove } from './webhook-remove.js';
 
-const COMMANDS: Command[] = [
+/** Every command, in the order help lists them. */
+export const COMMANDS: readonly Command[] = [
   serve,
   tokenCreate,
   tokenList,
@@ -34,7 +35,7 @@ const HELP = ['-h', '--help'];
 
 const firstSentence = (c: Command) => c.summary.split('. ')[0]!.replace(/\.$/, '');
 
-function usage(commands: Command[], word?: string): string {
+function usage(commands: readonly Command[], word?: string): string {
   const head = word ? `${word} <command>` : '<command>';
   return `Usage: plant-store ${head} [options]
 

@@ -7,6 +7,8 @@ export const migrate: Command = {
   usage: 'migrate [--json] [--db PATH|URL]',
   summary:
     "Brings the store's schema to the latest version (serve also does this on start). Safe to run while servers are up.",
+  output:
+    'stderr: the migrations applied, or that the schema is up to date. With --json, stdout: {"applied": [names]}.',
   settings: ['db', 'pg-pooler'],
   flags: { json: jsonFlag('the migrations applied (an empty list when the schema was up to date)') },
   async run(ctx, values) {

@@ -10,6 +10,7 @@ export const restore: Command = {
   usage: 'restore --from FILE [--force] [--db PATH]',
   summary:
     'Replaces a SQLite store with a backup, after checking the backup. Refuses a store in use, and one holding plants or tokens unless --force.',
+  output: 'stderr: the store replaced and the backup it now holds.',
   settings: ['db'],
   flags: {
     from: { type: 'string', arg: 'FILE', help: 'the backup file made by plant-store backup' },

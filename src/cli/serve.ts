@@ -21,6 +21,8 @@ export const serve: Command = {
   usage: 'serve [--config FILE] [options]',
   summary:
     'Serves the Plant Store HTTP API. Migrates the store on start. On a store with no tokens it creates one for owner "admin" and prints it once to stderr. SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, closes the store and exits 0; a second one, a second or more later, exits at once.',
+  output:
+    'Log lines as JSON on stdout (pretty on a terminal). On a store with no usable token, the new admin token alone on a line of stderr, with a curl example. Exit code 0 after a graceful stop, 1 when it could not start or a drain failed, 130 or 143 when a second SIGINT or SIGTERM forced the exit.',
   settings: [...ALL_SETTINGS],
   async run(ctx, values) {
     const config = commandConfig(this, values, ctx, { logPretty: ctx.isTTY });

@@ -9,6 +9,8 @@ export const tokenCreate: Command = {
   usage: 'token create --owner NAME [--scope SCOPE[,SCOPE...]] [--expires-in DURATION] [--json] [--db PATH|URL]',
   summary:
     'Issues a bearer token for an owner. Only the token goes to stdout, so TOKEN=$(plant-store token create --owner me) works; details go to stderr (with --json, all of it goes to stdout as one JSON object). The token is shown this once; only its hash is stored.',
+  output:
+    'stdout: the token alone. stderr: its id, owner, scopes and expiry. With --json, stdout: {"id", "owner", "scopes", "expires" (ISO 8601 or null), "token"}.',
   settings: ['db', 'pg-pooler'],
   flags: {
     owner: { type: 'string', arg: 'NAME', help: 'owner whose plants the token reaches (required)' },

@@ -7,6 +7,8 @@ export const tokenList: Command = {
   usage: 'token list [--json] [--db PATH|URL]',
   summary:
     'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
+  output:
+    'stdout: a table (ID, OWNER, SCOPES, CREATED, EXPIRES, REVOKED). With --json, one object per token and line: {"id", "owner", "scopes", "created", "expires", "revoked"}.',
   settings: ['db', 'pg-pooler'],
   flags: {
     json: {

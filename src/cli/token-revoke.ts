@@ -9,6 +9,8 @@ export const tokenRevoke: Command = {
   usage: 'token revoke TOKEN|ID [--json] [--db PATH|URL]',
   summary:
     'Revokes a token, given the token itself or its id (from token list). Every running server stops accepting it within a second.',
+  output:
+    'stderr: revoked. With --json, stdout: {"revoked": true, "id"} (id null when the token itself was given). Exit code 1 when no token matches.',
   settings: ['db', 'pg-pooler'],
   flags: { json: jsonFlag('what was revoked (revoked, and id when an id was given)') },
   async run(ctx, values, positionals) {

@@ -7,6 +7,8 @@ export const webhookList: Command = {
   usage: 'webhook list [--json] [--db PATH|URL]',
   summary:
     'Lists webhook endpoints: id, owner, events, status (active, or disabled and why), events waiting for delivery, created, URL. Secrets are never shown.',
+  output:
+    'stdout: a table (ID, OWNER, EVENTS, STATUS, PENDING, CREATED, URL). With --json, one object per endpoint and line: {"id", "owner", "url", "events", "pending", "created", "disabled", "disabledReason"}.',
   settings: ['db', 'pg-pooler'],
   flags: {
     json: {

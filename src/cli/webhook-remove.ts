@@ -8,6 +8,7 @@ export const webhookRemove: Command = {
   usage: 'webhook remove ID [--json] [--db PATH|URL]',
   summary:
     'Removes a webhook endpoint (its id from webhook list) and drops the events still waiting for it. Servers stop delivering to it at once; an attempt already under way finishes.',
+  output: 'stderr: removed. With --json, stdout: {"removed": true, "id"}. Exit code 1 when no endpoint has that id.',
   settings: ['db', 'pg-pooler'],
   flags: { json: jsonFlag('the id removed') },
   async run(ctx, values, positionals) {
