@@ -104,7 +104,7 @@ describe('plant-store help', () => {
         './data/plants.db',
       ],
       'token list': ['--json', '--db', './data/plants.db'],
-      'token revoke': ['TOKEN_OR_ID', '--db', './data/plants.db'],
+      'token revoke': ['TOKEN|ID', '--db', './data/plants.db'],
       migrate: ['--db', './data/plants.db'],
     };
     const results = await Promise.all(Object.keys(expected).map((cmd) => runCli([...cmd.split(' '), '--help'])));
@@ -159,7 +159,7 @@ describe('plant-store help', () => {
       scripts: Record<string, string>;
     };
     assert.equal(pkg.bin['plant-store'], 'dist/src/cli/bin.js');
-    assert.match(pkg.scripts.start!, /^node --single-threaded-gc dist\/src\/cli\/bin\.js serve$/);
+    assert.match(pkg.scripts.start!, /^exec node --single-threaded-gc dist\/src\/cli\/bin\.js serve$/);
     const bin = readFileSync(new URL('../../dist/src/cli/bin.js', import.meta.url), 'utf8');
     assert.ok(bin.startsWith('#!/usr/bin/env node\n'), 'the bin file starts with a shebang');
     const [version, wrong] = await Promise.all([spawnCli(['--version']), spawnCli(['frobnicate'])]);
