@@ -531,7 +531,9 @@ export function parseConfigFile(path: string, text: string): ConfigFile {
     else throw new ConfigError(`${path}: a configuration file must end in .json or .toml`);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    throw new ConfigError(`${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'TOML'}: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(
+      `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'TOML'}: ${(error as Error).message.split('\n')[0]}`,
+    );
   }
   if (typeof values !== 'object' || values === null || Array.isArray(values))
     throw new ConfigError(`${path} must hold an object of settings, such as { "port": 8080 }`);

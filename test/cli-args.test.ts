@@ -110,6 +110,9 @@ describe('--config FILE', () => {
     writeFileSync(toml, 'pg-pooler = "sometimes"\n');
     const r = await runCli(['migrate', '--config', toml, '--db', join(dir, 'x.db')]);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr, `plant-store migrate: pg-pooler in ${toml} must be one of none, transaction, got "sometimes"\n`);
+    assert.equal(
+      r.stderr,
+      `plant-store migrate: pg-pooler in ${toml} must be one of none, transaction, got "sometimes"\n`,
+    );
   });
 });

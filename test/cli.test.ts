@@ -451,7 +451,7 @@ describeEachStore('plant-store serve', (fx) => {
     assert.doesNotMatch(server.stderr, TOKEN_ANYWHERE, "no new token is made behind the operator's back");
   });
 
-  it('reads PLANTS_HOST and PORT from the environment, and flags win over PLANTS_HOST, PORT and DATABASE_URL', LIMIT, async () => {
+  it('reads PLANTS_HOST and PORT; flags win over PLANTS_HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
     const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {
       env: { PLANTS_HOST: '127.0.0.1', PORT: '0' },
