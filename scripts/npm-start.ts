@@ -6,7 +6,9 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
   scripts: { start: string };
 };
 export const START_COMMAND = pkg.scripts.start;
-const parts = /^node((?: --\S+)*) dist\/src\/cli\/bin\.js serve$/.exec(START_COMMAND);
-if (!parts) throw new Error(`npm start is not "node [--flags] dist/src/cli/bin.js serve": ${START_COMMAND}`);
+// exec: the shell npm starts the script in becomes node, so a SIGTERM to npm
+// reaches the server itself rather than leaving it running as an orphan.
+const parts = /^exec node((?: --\S+)*) dist\/src\/cli\/bin\.js serve$/.exec(START_COMMAND);
+if (!parts) throw new Error(`npm start is not "exec node [--flags] dist/src/cli/bin.js serve": ${START_COMMAND}`);
 
 export const START_NODE_FLAGS: readonly string[] = parts[1]!.split(' ').filter(Boolean);

@@ -1,211 +1,37 @@
 import { availableParallelism } from 'node:os';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import ipaddr from 'ipaddr.js';
+import { parse as parseToml } from 'smol-toml';
 import { INT32_MAX } from './schemas/plant.js';
 
 export const DURABILITIES = ['full', 'normal'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const PG_POOLERS = ['none', 'transaction'] as const;
 
-// Every setting: its flag, its environment variable, its default and how to
-// read it. The CLI's help text and the README's table are written from this.
-export const SETTINGS = {
-  host: { env: 'HOST', default: '127.0.0.1', kind: 'string', help: 'address to listen on' },
-  port: { env: 'PORT', default: '8080', kind: 'int', help: 'TCP port to listen on (0 picks a free one)' },
-  db: {
-    env: 'DATABASE_URL',
-    default: './data/plants.db',
-    kind: 'string',
-    help: 'SQLite file path, or a postgres:// or postgresql:// URL',
-  },
-  workers: {
-    env: 'PLANTS_WORKERS',
-    default: '1',
-    kind: 'workers',
-    help: 'worker processes sharing the port; "auto" = one per CPU',
-  },
-  durability: {
-    env: 'PLANTS_DURABILITY',
-    default: 'full',
-    kind: 'enum',
-    values: DURABILITIES,
-    help: 'full: a 2xx write survives power loss; normal: it survives a crash of the process',
-  },
-  'body-limit': { env: 'PLANTS_BODY_LIMIT', default: '1048576', kind: 'int', help: 'largest request body in bytes' },
-  'list-default-limit': {
-    env: 'PLANTS_LIST_DEFAULT_LIMIT',
-    default: '1000',
-    kind: 'int',
-    help: 'page size of GET /plants without ?limit',
-  },
-  'list-max-limit': {
-    env: 'PLANTS_LIST_MAX_LIMIT',
-    default: '1000',
-    kind: 'int',
-    help: 'largest page size; a larger ?limit is clamped to it',
-  },
-  'list-cache-bytes': {
-    env: 'PLANTS_LIST_CACHE_BYTES',
-    default: '16777216',
-    kind: 'int',
-    help: 'memory for reusing unchanged list pages (SQLite only); 0 turns it off',
-  },
-  'headers-timeout-ms': {
-    env: 'PLANTS_HEADERS_TIMEOUT_MS',
-    default: '10000',
-    kind: 'int',
-    help: 'a new connection must send its whole request head within this time, or it is closed',
-  },
-  'request-timeout-ms': {
-    env: 'PLANTS_REQUEST_TIMEOUT_MS',
-    default: '30000',
-    kind: 'int',
-    help: 'a request not received, handled and answered within this time is cut',
-  },
-  'keep-alive-timeout-ms': {
-    env: 'PLANTS_KEEP_ALIVE_TIMEOUT_MS',
-    default: '5000',
-    kind: 'int',
-    help: 'how long an idle keep-alive connection stays open after its last answer',
-  },
-  'max-connections': {
-    env: 'PLANTS_MAX_CONNECTIONS',
-    default: '10000',
-    kind: 'int',
-    help: 'open connections per process; beyond it new connections are closed at once (0: no cap)',
-  },
-  'log-level': {
-    env: 'LOG_LEVEL',
-    default: 'info',
-    kind: 'enum',
-    values: LOG_LEVELS,
-    help: 'fatal, error, warn, info, debug, trace or silent (any case)',
-  },
-  'access-log': {
-    env: 'PLANTS_ACCESS_LOG',
-    default: 'false',
-    kind: 'bool',
-    help: 'log a line per request at info (request id, method, URL, status, time, owner)',
-  },
-  'slow-request-ms': {
-    env: 'PLANTS_SLOW_REQUEST_MS',
-    default: '1000',
-    kind: 'int',
-    help: 'log requests that take at least this long at warn; 0 turns it off',
-  },
-  'pg-pool-size': {
-    env: 'PLANTS_PG_POOL_SIZE',
-    default: '10',
-    kind: 'int',
-    help: 'PostgreSQL connections per process',
-  },
-  'pg-statement-timeout-ms': {
-    env: 'PLANTS_PG_STATEMENT_TIMEOUT_MS',
-    default: '5000',
-    kind: 'int',
-    help: 'PostgreSQL statement timeout in milliseconds',
-  },
-  'pg-pooler': {
-    env: 'PLANTS_PG_POOLER',
-    default: 'none',
-    kind: 'string',
-    help: 'none, or transaction: PostgreSQL is behind a transaction-pooling PgBouncer (no named prepared statements, no startup parameters)',
-  },
-  'jwks-url': {
-    env: 'PLANTS_JWKS_URL',
-    default: '',
-    kind: 'string',
-    help: 'accept JWT access tokens signed by the keys of this JWKS URL (needs --jwt-issuer and --jwt-audience)',
-  },
-  'oidc-issuer': {
-    env: 'PLANTS_OIDC_ISSUER',
-    default: '',
-    kind: 'string',
-    help: 'accept JWT access tokens of this OpenID Connect issuer; its JWKS URL is discovered (instead of --jwks-url)',
-  },
-  'jwt-issuer': {
-    env: 'PLANTS_JWT_ISSUER',
-    default: '',
-    kind: 'string',
-    help: 'the iss claim a JWT must carry (required with JWTs)',
-  },
-  'jwt-audience': {
-    env: 'PLANTS_JWT_AUDIENCE',
-    default: '',
-    kind: 'string',
-    help: 'the aud claim a JWT must carry (required with JWTs)',
-  },
-  'jwt-owner-claim': {
-    env: 'PLANTS_JWT_OWNER_CLAIM',
-    default: 'sub',
-    kind: 'string',
-    help: 'the JWT claim that names the owner',
-  },
-  'cors-origin': {
-    env: 'PLANTS_CORS_ORIGIN',
-    default: 'off',
-    kind: 'string',
-    help: 'origins whose browser pages may call the API: "*", or a comma-separated list such as https://app.example.com; off by default',
-  },
-  'admin-port': {
-    env: 'PLANTS_ADMIN_PORT',
-    default: 'off',
-    kind: 'port-or-off',
-    help: 'port of the admin listener on --host, serving /metrics, /healthz and /readyz (0 picks a free one); off: none',
-  },
-  'rate-limit': {
-    env: 'PLANTS_RATE_LIMIT',
-    default: 'off',
-    kind: 'rate',
-    help: 'requests per token owner: N/1s, N/1m or N/1h; off: no limit',
-  },
-  'auth-fail-limit': {
-    env: 'PLANTS_AUTH_FAIL_LIMIT',
-    default: '20/1m',
-    kind: 'rate',
-    help: 'failed authentications per client address (N/1s, N/1m, N/1h or off); applies when --rate-limit is on, or when set',
-  },
-  redis: {
-    env: 'PLANTS_REDIS_URL',
-    default: 'off',
-    kind: 'redis-url',
-    help: 'redis:// or rediss:// URL where every process keeps its rate-limit counters; off: each process counts alone',
-  },
-  'redis-key-prefix': {
-    env: 'PLANTS_REDIS_KEY_PREFIX',
-    default: 'plant-store:',
-    kind: 'string',
-    help: 'prefix of the rate-limit counter keys in Redis',
-  },
-  'webhooks-allow-private': {
-    env: 'PLANTS_WEBHOOKS_ALLOW_PRIVATE',
-    default: 'false',
-    kind: 'bool',
-    help: 'deliver webhooks to loopback, private and link-local addresses too (tests, internal networks)',
-  },
-  'webhook-key-file': {
-    env: 'PLANTS_WEBHOOK_KEY_FILE',
-    default: '',
-    kind: 'string',
-    help: 'file with the key that encrypts webhook secrets; unset: next to the SQLite file (<db>.webhook-key), or ./data/webhook.key with PostgreSQL',
-  },
-  'webhook-timeout-ms': {
-    env: 'PLANTS_WEBHOOK_TIMEOUT_MS',
-    default: '10000',
-    kind: 'int',
-    help: 'time limit of one webhook delivery attempt in milliseconds',
-  },
-} as const satisfies Record<
-  string,
-  {
-    env: string;
-    default: string;
-    kind: 'string' | 'int' | 'bool' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
-    values?: readonly string[];
-    help: string;
-  }
->;
+/** The topics of serve --help and of the configuration reference, in their order. */
+export const SETTING_GROUPS = ['network', 'storage', 'auth', 'webhooks', 'limits', 'observability'] as const;
+export type SettingGroup = (typeof SETTING_GROUPS)[number];
 
-export type SettingName = keyof typeof SETTINGS;
+/** How a setting's text (flag, variable, file) becomes its value. */
+export type SettingKind = 'string' | 'int' | 'bool' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
+
+export interface SettingSpec {
+  group: SettingGroup;
+  env: string;
+  /** An older, unprefixed variable, read only when `env` is unset. */
+  fallbackEnv?: string;
+  default: string;
+  kind: SettingKind;
+  values?: readonly string[];
+  /** Comma-separated values on the command line; an array of strings in a configuration file. */
+  list?: true;
+  /** The value's placeholder in --help ('' for a boolean flag). */
+  arg: string;
+  /** A valid value, once read; Config's type and validation are made of these. */
+  schema: TSchema;
+  help: string;
+}
 
 // The PostgreSQL pool also arms a client-side timer of this plus 1000 ms
 // (db-connect.postgres.ts); Node's setTimeout fires at once for delays past
@@ -221,48 +47,354 @@ const Rate = Type.Object({
 /** A limit: at most `max` in each window of `windowMs`. */
 export type Rate = Static<typeof Rate>;
 
+// Every setting, once: its flag (the key), its environment variable, its
+// default, how to read it, what a valid value is (schema), the topic it is
+// listed under in --help and the placeholder of its value there. The help
+// text, the configuration file and docs/reference/configuration.md
+// (npm run docs:config) are all written from this table.
+//
+// An entry: { group, env, default, kind, arg, schema, help }, plus
+// `fallbackEnv` (an older variable read when `env` is unset) and `list`
+// (comma-separated values; an array in a configuration file).
+export const SETTINGS = {
+  host: {
+    group: 'network',
+    env: 'PLANTS_HOST',
+    default: '127.0.0.1',
+    kind: 'string',
+    arg: 'ADDRESS',
+    schema: Type.String({ minLength: 1 }),
+    help: 'address to listen on (0.0.0.0: every interface)',
+  },
+  port: {
+    group: 'network',
+    env: 'PLANTS_PORT',
+    fallbackEnv: 'PORT',
+    default: '8080',
+    kind: 'int',
+    arg: 'PORT',
+    schema: Type.Integer({ minimum: 0, maximum: 65535 }),
+    help: 'TCP port to listen on (0 picks a free one)',
+  },
+  workers: {
+    group: 'network',
+    env: 'PLANTS_WORKERS',
+    default: '1',
+    kind: 'workers',
+    arg: 'N|auto',
+    schema: Type.Integer({ minimum: 1, maximum: 256 }),
+    help: 'worker processes sharing the port; auto: one per CPU',
+  },
+  'headers-timeout-ms': {
+    group: 'network',
+    env: 'PLANTS_HEADERS_TIMEOUT_MS',
+    default: '10000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
+    help: 'a new connection must send its whole request head within this time, or it is closed',
+  },
+  'request-timeout-ms': {
+    group: 'network',
+    env: 'PLANTS_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
+    help: 'a request not received, handled and answered within this time is cut',
+  },
+  'keep-alive-timeout-ms': {
+    group: 'network',
+    env: 'PLANTS_KEEP_ALIVE_TIMEOUT_MS',
+    default: '5000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS }),
+    help: 'how long an idle keep-alive connection stays open after its last answer',
+  },
+  'cors-origin': {
+    group: 'network',
+    env: 'PLANTS_CORS_ORIGIN',
+    default: 'off',
+    kind: 'string',
+    list: true,
+    arg: 'ORIGIN[,ORIGIN...]',
+    /** "off", "*", or origins separated by commas (checked by loadConfig). */
+    schema: Type.String({ minLength: 1 }),
+    help: 'origins whose browser pages may call the API, such as https://app.example.com; *: any; off: none',
+  },
+  db: {
+    group: 'storage',
+    env: 'PLANTS_DB',
+    fallbackEnv: 'DATABASE_URL',
+    default: './data/plants.db',
+    kind: 'string',
+    arg: 'PATH|URL',
+    schema: Type.String({ minLength: 1 }),
+    help: 'SQLite file path, or a postgres:// or postgresql:// URL',
+  },
+  durability: {
+    group: 'storage',
+    env: 'PLANTS_DURABILITY',
+    default: 'full',
+    kind: 'enum',
+    values: DURABILITIES,
+    arg: 'full|normal',
+    schema: Type.Union(DURABILITIES.map((d) => Type.Literal(d))),
+    help: 'full: a 2xx write survives power loss; normal: it survives a crash of the process',
+  },
+  'list-cache-bytes': {
+    group: 'storage',
+    env: 'PLANTS_LIST_CACHE_BYTES',
+    default: '16777216',
+    kind: 'int',
+    arg: 'BYTES',
+    schema: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
+    help: 'memory for reusing unchanged list pages (SQLite only); 0 turns it off',
+  },
+  'pg-pool-size': {
+    group: 'storage',
+    env: 'PLANTS_PG_POOL_SIZE',
+    default: '10',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
+    help: 'PostgreSQL connections per process',
+  },
+  'pg-statement-timeout-ms': {
+    group: 'storage',
+    env: 'PLANTS_PG_STATEMENT_TIMEOUT_MS',
+    default: '5000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
+    help: 'PostgreSQL statement timeout; 0 turns it off',
+  },
+  'pg-pooler': {
+    group: 'storage',
+    env: 'PLANTS_PG_POOLER',
+    default: 'none',
+    kind: 'enum',
+    values: PG_POOLERS,
+    arg: 'none|transaction',
+    schema: Type.Union(PG_POOLERS.map((p) => Type.Literal(p))),
+    help: 'transaction: PostgreSQL is behind a transaction-pooling PgBouncer (no named prepared statements, no startup parameters)',
+  },
+  'jwks-url': {
+    group: 'auth',
+    env: 'PLANTS_JWKS_URL',
+    default: '',
+    kind: 'string',
+    arg: 'URL',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'accept JWT access tokens signed by the keys of this JWKS URL (needs --jwt-issuer and --jwt-audience)',
+  },
+  'oidc-issuer': {
+    group: 'auth',
+    env: 'PLANTS_OIDC_ISSUER',
+    default: '',
+    kind: 'string',
+    arg: 'URL',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'accept JWT access tokens of this OpenID Connect issuer; its JWKS URL is discovered (instead of --jwks-url)',
+  },
+  'jwt-issuer': {
+    group: 'auth',
+    env: 'PLANTS_JWT_ISSUER',
+    default: '',
+    kind: 'string',
+    arg: 'ISSUER',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'the iss claim a JWT must carry (required with JWTs)',
+  },
+  'jwt-audience': {
+    group: 'auth',
+    env: 'PLANTS_JWT_AUDIENCE',
+    default: '',
+    kind: 'string',
+    arg: 'AUDIENCE',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'the aud claim a JWT must carry (required with JWTs)',
+  },
+  'jwt-owner-claim': {
+    group: 'auth',
+    env: 'PLANTS_JWT_OWNER_CLAIM',
+    default: 'sub',
+    kind: 'string',
+    arg: 'CLAIM',
+    schema: Type.String({ minLength: 1, maxLength: 256 }),
+    help: 'the JWT claim that names the owner',
+  },
+  'jwt-allow-http': {
+    group: 'auth',
+    env: 'PLANTS_JWT_ALLOW_HTTP',
+    default: 'false',
+    kind: 'bool',
+    arg: '',
+    schema: Type.Boolean(),
+    help: 'accept an http:// --jwks-url or --oidc-issuer on a host other than loopback (keys travel unprotected)',
+  },
+  'webhooks-allow-private': {
+    group: 'webhooks',
+    env: 'PLANTS_WEBHOOKS_ALLOW_PRIVATE',
+    default: 'false',
+    kind: 'bool',
+    arg: '',
+    schema: Type.Boolean(),
+    help: 'deliver webhooks to loopback, private and link-local addresses too (tests, internal networks)',
+  },
+  'webhook-key-file': {
+    group: 'webhooks',
+    env: 'PLANTS_WEBHOOK_KEY_FILE',
+    default: '',
+    kind: 'string',
+    arg: 'PATH',
+    /** Unset (or empty): the default place, see webhookKeyPath. */
+    schema: Type.Optional(Type.String()),
+    help: 'file with the key that encrypts webhook secrets; unset: <db>.webhook-key next to the SQLite file, or ./data/webhook.key with PostgreSQL',
+  },
+  'webhook-timeout-ms': {
+    group: 'webhooks',
+    env: 'PLANTS_WEBHOOK_TIMEOUT_MS',
+    default: '10000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 100, maximum: 120_000 }),
+    help: 'time limit of one webhook delivery attempt',
+  },
+  'body-limit': {
+    group: 'limits',
+    env: 'PLANTS_BODY_LIMIT',
+    default: '1048576',
+    kind: 'int',
+    arg: 'BYTES',
+    schema: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
+    help: 'largest request body',
+  },
+  'list-default-limit': {
+    group: 'limits',
+    env: 'PLANTS_LIST_DEFAULT_LIMIT',
+    default: '1000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
+    help: 'page size of GET /plants without ?limit',
+  },
+  'list-max-limit': {
+    group: 'limits',
+    env: 'PLANTS_LIST_MAX_LIMIT',
+    default: '1000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
+    help: 'largest page size; a larger ?limit is clamped to it',
+  },
+  'max-connections': {
+    group: 'limits',
+    env: 'PLANTS_MAX_CONNECTIONS',
+    default: '10000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 0, maximum: 10_000_000 }),
+    help: 'open connections per process; beyond it new connections are closed at once (0: no cap)',
+  },
+  'rate-limit': {
+    group: 'limits',
+    env: 'PLANTS_RATE_LIMIT',
+    default: 'off',
+    kind: 'rate',
+    arg: 'N/1s|N/1m|N/1h',
+    schema: Type.Union([Rate, Type.Null()]),
+    help: 'requests per token owner; off: no limit',
+  },
+  'auth-fail-limit': {
+    group: 'limits',
+    env: 'PLANTS_AUTH_FAIL_LIMIT',
+    default: '20/1m',
+    kind: 'rate',
+    arg: 'N/1s|N/1m|N/1h',
+    schema: Type.Union([Rate, Type.Null()]),
+    help: 'failed authentications per client address; applies when --rate-limit is on, or when set; off: no limit',
+  },
+  redis: {
+    group: 'limits',
+    env: 'PLANTS_REDIS_URL',
+    default: 'off',
+    kind: 'redis-url',
+    arg: 'URL',
+    schema: Type.Union([Type.String(), Type.Null()]),
+    help: 'redis:// or rediss:// URL where every process keeps its rate-limit counters (needs a limit on); off: each process counts alone',
+  },
+  'redis-key-prefix': {
+    group: 'limits',
+    env: 'PLANTS_REDIS_KEY_PREFIX',
+    default: 'plant-store:',
+    kind: 'string',
+    arg: 'PREFIX',
+    schema: Type.String({ maxLength: 200 }),
+    help: 'prefix of the rate-limit counter keys in Redis',
+  },
+  'log-level': {
+    group: 'observability',
+    env: 'PLANTS_LOG_LEVEL',
+    default: 'info',
+    kind: 'enum',
+    values: LOG_LEVELS,
+    arg: 'LEVEL',
+    schema: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
+    help: 'fatal, error, warn, info, debug, trace or silent (any case)',
+  },
+  'access-log': {
+    group: 'observability',
+    env: 'PLANTS_ACCESS_LOG',
+    default: 'false',
+    kind: 'bool',
+    arg: '',
+    schema: Type.Boolean(),
+    help: 'log a line per request at info (request id, method, URL, status, time, owner)',
+  },
+  'slow-request-ms': {
+    group: 'observability',
+    env: 'PLANTS_SLOW_REQUEST_MS',
+    default: '1000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 0, maximum: INT32_MAX }),
+    help: 'log requests that take at least this long at warn; 0 turns it off',
+  },
+  'admin-port': {
+    group: 'observability',
+    env: 'PLANTS_ADMIN_PORT',
+    default: 'off',
+    kind: 'port-or-off',
+    arg: 'PORT|off',
+    schema: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
+    help: 'port of the admin listener on --host, serving /metrics, /healthz and /readyz (0 picks a free one); off: none',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+export type SettingName = keyof typeof SETTINGS;
+
 const WINDOWS: Record<string, number> = { '1s': 1000, '1m': 60_000, '1h': 3_600_000 };
 
+const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+type Camel<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+type SettingSchemas = { -readonly [K in SettingName as Camel<K>]: (typeof SETTINGS)[K]['schema'] };
+
+export const ALL_SETTINGS = Object.keys(SETTINGS) as readonly SettingName[];
+
+/** A setting's entry, seen through the common shape (fallbackEnv, values and list are optional). */
+export const settingSpec = (name: SettingName): SettingSpec => SETTINGS[name];
+
 const ConfigSchema = Type.Object({
-  host: Type.String({ minLength: 1 }),
-  port: Type.Integer({ minimum: 0, maximum: 65535 }),
-  db: Type.String({ minLength: 1 }),
-  workers: Type.Integer({ minimum: 1, maximum: 256 }),
-  durability: Type.Union(DURABILITIES.map((d) => Type.Literal(d))),
-  bodyLimit: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
-  listDefaultLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
-  listMaxLimit: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
-  listCacheBytes: Type.Integer({ minimum: 0, maximum: 2 ** 40 }),
-  headersTimeoutMs: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
-  requestTimeoutMs: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS }),
-  keepAliveTimeoutMs: Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS }),
-  maxConnections: Type.Integer({ minimum: 0, maximum: 10_000_000 }),
-  logLevel: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
-  accessLog: Type.Boolean(),
-  slowRequestMs: Type.Integer({ minimum: 0, maximum: INT32_MAX }),
+  ...(Object.fromEntries(ALL_SETTINGS.map((name) => [camel(name), SETTINGS[name].schema])) as SettingSchemas),
+  // Not settings of their own: set by the CLI (a terminal) and by tests.
   logPretty: Type.Boolean(),
-  pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
-  pgStatementTimeoutMs: Type.Integer({ minimum: 0, maximum: MAX_STATEMENT_TIMEOUT_MS }),
-  pgPooler: Type.Union([Type.Literal('none'), Type.Literal('transaction')]),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
-  jwksUrl: Type.Optional(Type.String({ minLength: 1 })),
-  oidcIssuer: Type.Optional(Type.String({ minLength: 1 })),
-  jwtIssuer: Type.Optional(Type.String({ minLength: 1 })),
-  jwtAudience: Type.Optional(Type.String({ minLength: 1 })),
-  jwtOwnerClaim: Type.String({ minLength: 1, maxLength: 256 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
   jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
-  /** "off", "*", or origins separated by commas (checked by loadConfig). */
-  corsOrigin: Type.String({ minLength: 1 }),
-  adminPort: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
-  rateLimit: Type.Union([Rate, Type.Null()]),
-  authFailLimit: Type.Union([Rate, Type.Null()]),
-  redis: Type.Union([Type.String(), Type.Null()]),
-  redisKeyPrefix: Type.String({ maxLength: 200 }),
-  webhooksAllowPrivate: Type.Boolean(),
-  /** Unset (or empty): the default place, see webhookKeyPath. */
-  webhookKeyFile: Type.Optional(Type.String()),
-  webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 120_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -276,89 +408,199 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+/**
+ * Where a setting's value came from: an error names the flag, the environment
+ * variable or the configuration file it was read from.
+ */
+type Source = 'flag' | 'env' | 'fallback-env' | 'file' | 'default';
 
-export const ALL_SETTINGS = Object.keys(SETTINGS) as readonly SettingName[];
-
-/** Where a setting's value came from; an error names the environment variable for 'env', else the flag. */
-type Source = 'flag' | 'env' | 'default';
-
-function sourceLabel(name: SettingName, source: Source): string {
-  return source === 'env' ? SETTINGS[name].env : `--${name}`;
+/** A configuration file (--config FILE), parsed: setting names (as the flags, without --) to values. */
+export interface ConfigFile {
+  path: string;
+  values: Readonly<Record<string, unknown>>;
 }
 
-function readValue(name: SettingName, raw: string, source: Source): string | number | boolean | Rate | null {
-  const setting: (typeof SETTINGS)[SettingName] = SETTINGS[name];
+function sourceLabel(name: SettingName, source: Source, file?: ConfigFile): string {
+  if (source === 'env') return SETTINGS[name].env;
+  if (source === 'fallback-env') return settingSpec(name).fallbackEnv!;
+  if (source === 'file') return `${name} in ${file?.path ?? 'the configuration file'}`;
+  return `--${name}`;
+}
+
+/** What a valid value of a schema is, in words ("a whole number from 0 to 65535"). */
+function expectation(schema: TSchema): string {
+  const s = schema as {
+    type?: string;
+    anyOf?: TSchema[];
+    const?: unknown;
+    minimum?: number;
+    maximum?: number;
+    minLength?: number;
+    maxLength?: number;
+  };
+  if (s.anyOf) {
+    const nullable = s.anyOf.some((m) => (m as { type?: string }).type === 'null');
+    const rest = s.anyOf.filter((m) => (m as { type?: string }).type !== 'null').map(expectation);
+    return `${rest.join(' or ')}${nullable ? ', or off' : ''}`;
+  }
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (s.type === 'integer') return `a whole number from ${s.minimum ?? 0} to ${s.maximum ?? Number.MAX_SAFE_INTEGER}`;
+  if (s.type === 'object') return 'N/1s, N/1m or N/1h';
+  if (s.type === 'boolean') return 'true or false';
+  if (s.type === 'string' && s.maxLength !== undefined) return `at most ${s.maxLength} characters`;
+  if (s.type === 'string') return 'not empty';
+  return 'valid';
+}
+
+function readValue(name: SettingName, raw: string, label: string): string | number | boolean | Rate | null {
+  const setting = settingSpec(name);
   if (setting.kind === 'string') return raw;
   if (setting.kind === 'enum') {
     const value = raw.toLowerCase();
-    if (!(setting.values as readonly string[]).includes(value))
-      throw new ConfigError(`${sourceLabel(name, source)} must be one of ${setting.values.join(', ')}, got "${raw}"`);
+    if (!setting.values!.includes(value))
+      throw new ConfigError(`${label} must be one of ${setting.values!.join(', ')}, got "${raw}"`);
     return value;
   }
   if (setting.kind === 'bool') {
     if (raw === 'true' || raw === '1') return true;
     if (raw === 'false' || raw === '0') return false;
-    throw new ConfigError(`${sourceLabel(name, source)} must be true or false, got "${raw}"`);
+    throw new ConfigError(`${label} must be true or false, got "${raw}"`);
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
   if (setting.kind === 'port-or-off' && raw === 'off') return null;
   if (setting.kind === 'redis-url') {
     if (raw === 'off') return null;
-    if (!/^rediss?:\/\/./i.test(raw))
-      throw new ConfigError(`${sourceLabel(name, source)} must be a redis:// or rediss:// URL, or off`);
+    if (!/^rediss?:\/\/./i.test(raw)) throw new ConfigError(`${label} must be a redis:// or rediss:// URL, or off`);
     return raw;
   }
   if (setting.kind === 'rate') {
     if (raw === 'off') return null;
     const m = /^(\d{1,10})\/(1s|1m|1h)$/.exec(raw);
     if (!m || Number(m[1]) < 1)
-      throw new ConfigError(
-        `${sourceLabel(name, source)} must be N/1s, N/1m or N/1h with N >= 1, or off; got "${raw}"`,
-      );
+      throw new ConfigError(`${label} must be N/1s, N/1m or N/1h with N >= 1, or off; got "${raw}"`);
     return { max: Number(m[1]), windowMs: WINDOWS[m[2]!]! };
   }
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`${sourceLabel(name, source)} must be a whole number, got "${raw}"`);
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${label} must be a whole number, got "${raw}"`);
   return Number(raw);
 }
 
+/** A value from a configuration file as the text a flag would carry. */
+function fileText(name: SettingName, value: unknown, label: string): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (Array.isArray(value) && settingSpec(name).list && value.every((v) => typeof v === 'string'))
+    return value.join(',');
+  const want = settingSpec(name).list ? 'a string or an array of strings' : 'a string, a number or a boolean';
+  throw new ConfigError(`${label} must be ${want}, got ${JSON.stringify(value) ?? String(value)}`);
+}
+
+/** The closest of `candidates` to `word` by edit distance, when it is close enough to be a likely typo. */
+export function nearest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const d = editDistance(word, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+/** Levenshtein distance: the fewest one-character edits that turn `a` into `b`. */
+export function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
 /**
- * The one place settings are read: flags win over environment variables,
- * which win over defaults. The result is validated and frozen.
+ * Reads a configuration file: JSON (.json) or TOML (.toml), one top-level key
+ * per setting, named as its flag without the dashes in front. Keys that name
+ * no setting are refused, with the nearest name when there is one.
+ */
+export function parseConfigFile(path: string, text: string): ConfigFile {
+  let values: unknown;
+  try {
+    if (/\.json$/i.test(path)) values = JSON.parse(text);
+    else if (/\.toml$/i.test(path)) values = parseToml(text);
+    else throw new ConfigError(`${path}: a configuration file must end in .json or .toml`);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(
+      `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'TOML'}: ${(error as Error).message.split('\n')[0]}`,
+    );
+  }
+  if (typeof values !== 'object' || values === null || Array.isArray(values))
+    throw new ConfigError(`${path} must hold an object of settings, such as { "port": 8080 }`);
+  for (const key of Object.keys(values)) {
+    if (!(key in SETTINGS)) {
+      const guess = nearest(key.replace(/^--/, ''), ALL_SETTINGS);
+      throw new ConfigError(`${path}: unknown setting "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`);
+    }
+  }
+  return { path, values: values as Record<string, unknown> };
+}
+
+/**
+ * The one place settings are read. A setting's value comes from, first to
+ * last: its flag, its PLANTS_ environment variable, its older variable
+ * (DATABASE_URL, PORT), the configuration file, its default. The result is
+ * validated and frozen.
  *
- * Only the settings in `only` are read from `flags` and `env` and validated;
- * the others take their defaults, so a command is not refused for an
- * environment variable it never uses (PORT=abc does not break `token list`).
- * An error names the flag or the environment variable the bad value came from.
+ * Only the settings in `only` are read from `flags`, `env` and `file` and
+ * validated; the others take their defaults, so a command is not refused for
+ * an environment variable it never uses (PORT=abc does not break `token
+ * list`). An error names the flag, the variable or the file the bad value
+ * came from.
  */
 export function loadConfig(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
   extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs'>> = {},
   only: readonly SettingName[] = ALL_SETTINGS,
+  file?: ConfigFile,
 ): Readonly<Config> {
   const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
   const sources = new Map<SettingName, Source>();
   for (const name of ALL_SETTINGS) {
-    const flag = only.includes(name) ? flags[name] : undefined;
-    const fromEnv = only.includes(name) ? env[SETTINGS[name].env] : undefined;
-    const source: Source = flag !== undefined ? 'flag' : fromEnv !== undefined ? 'env' : 'default';
+    const spec = settingSpec(name);
+    const read = only.includes(name);
+    const fallback = spec.fallbackEnv === undefined ? undefined : env[spec.fallbackEnv];
+    const candidates: [Source, unknown][] = read
+      ? [
+          ['flag', flags[name]],
+          ['env', env[spec.env]],
+          ['fallback-env', fallback],
+          ['file', file?.values[name]],
+        ]
+      : [];
+    const [source, value] = candidates.find(([, v]) => v !== undefined) ?? ['default', spec.default];
     sources.set(name, source);
-    const raw = flag ?? fromEnv ?? SETTINGS[name].default;
+    const label = sourceLabel(name, source, file);
+    const raw = source === 'file' ? fileText(name, value, label) : (value as string);
     // A setting without a default is unset when empty (PLANTS_JWKS_URL= in a compose file).
-    if (raw === '' && SETTINGS[name].default === '') continue;
-    out[camel(name)] = readValue(name, raw, source);
+    if (raw === '' && spec.default === '') continue;
+    out[camel(name)] = readValue(name, raw, label);
   }
   const label = (key: string): string => {
-    const name = kebab(key);
-    const source = sources.get(name as SettingName);
-    return source ? sourceLabel(name as SettingName, source) : `--${name}`;
+    const name = kebab(key) as SettingName;
+    const source = sources.get(name);
+    return source ? sourceLabel(name, source, file) : `--${name}`;
   };
   if (!Value.Check(ConfigSchema, out)) {
     const err = Value.Errors(ConfigSchema, out).First();
-    const key = err?.path.slice(1) ?? '';
-    throw new ConfigError(`invalid ${label(key)}: ${err?.message ?? 'bad value'} (got ${JSON.stringify(err?.value)})`);
+    const key = err?.path.split('/')[1] ?? '';
+    const name = kebab(key) as SettingName;
+    const schema = name in SETTINGS ? SETTINGS[name].schema : err?.schema;
+    const got = out[key];
+    throw new ConfigError(
+      `${label(key)} must be ${schema ? expectation(schema) : 'valid'}, got ${typeof got === 'string' ? `"${got}"` : JSON.stringify(got)}`,
+    );
   }
   const config = out as Config;
   const dbProblem = checkDb(config.db);
@@ -367,6 +609,12 @@ export function loadConfig(
   if (corsProblem) throw new ConfigError(`${label('corsOrigin')} ${corsProblem}`);
   // Failed authentications are limited along with --rate-limit, or on their own when asked for.
   if (config.rateLimit === null && sources.get('auth-fail-limit') === 'default') config.authFailLimit = null;
+  if (config.redis !== null && config.rateLimit === null && config.authFailLimit === null) {
+    throw new ConfigError(
+      `${label('redis')} keeps rate-limit counters, but no limit is on, so it would do nothing: ` +
+        'also set --rate-limit (or --auth-fail-limit), or leave Redis off',
+    );
+  }
   if (config.listDefaultLimit > config.listMaxLimit) {
     throw new ConfigError(
       `${label('listDefaultLimit')} (${config.listDefaultLimit}) must not exceed ${label('listMaxLimit')} (${config.listMaxLimit})`,
@@ -393,6 +641,13 @@ function checkJwtSettings(config: Config, label: (key: string) => string): void 
     if (value !== undefined && !isHttpUrl(value)) {
       throw new ConfigError(`${label(key)} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
     }
+    const host = value === undefined ? undefined : new URL(value);
+    if (host?.protocol === 'http:' && !isLoopback(host.hostname) && !config.jwtAllowHttp) {
+      throw new ConfigError(
+        `${label(key)} is http:// to ${host.hostname}, another machine: anyone on the way could swap the signing keys ` +
+          `and mint tokens. Use https://, or set ${named('jwtAllowHttp')} if the network between is trusted`,
+      );
+    }
   }
   const keySource = jwtKeySource(config);
   if (keySource === undefined) {
@@ -418,6 +673,13 @@ function checkJwtSettings(config: Config, label: (key: string) => string): void 
 function named(key: string): string {
   const name = kebab(key) as SettingName;
   return `--${name} (${SETTINGS[name].env})`;
+}
+
+/** Whether a URL's host name is this machine: localhost, 127.0.0.0/8 or ::1. */
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (/^localhost$|\.localhost$/i.test(host)) return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
 }
 
 function isHttpUrl(value: string): boolean {

@@ -104,7 +104,7 @@ describe('plant-store help', () => {
         './data/plants.db',
       ],
       'token list': ['--json', '--db', './data/plants.db'],
-      'token revoke': ['TOKEN_OR_ID', '--db', './data/plants.db'],
+      'token revoke': ['TOKEN|ID', '--db', './data/plants.db'],
       migrate: ['--db', './data/plants.db'],
     };
     const results = await Promise.all(Object.keys(expected).map((cmd) => runCli([...cmd.split(' '), '--help'])));
@@ -159,7 +159,7 @@ describe('plant-store help', () => {
       scripts: Record<string, string>;
     };
     assert.equal(pkg.bin['plant-store'], 'dist/src/cli/bin.js');
-    assert.match(pkg.scripts.start!, /^node --single-threaded-gc dist\/src\/cli\/bin\.js serve$/);
+    assert.match(pkg.scripts.start!, /^exec node --single-threaded-gc dist\/src\/cli\/bin\.js serve$/);
     const bin = readFileSync(new URL('../../dist/src/cli/bin.js', import.meta.url), 'utf8');
     assert.ok(bin.startsWith('#!/usr/bin/env node\n'), 'the bin file starts with a shebang');
     const [version, wrong] = await Promise.all([spawnCli(['--version']), spawnCli(['frobnicate'])]);
@@ -451,10 +451,10 @@ describeEachStore('plant-store serve', (fx) => {
     assert.doesNotMatch(server.stderr, TOKEN_ANYWHERE, "no new token is made behind the operator's back");
   });
 
-  it('reads HOST and PORT from the environment, and flags win over HOST, PORT and DATABASE_URL', LIMIT, async () => {
+  it('reads PLANTS_HOST and PORT; flags win over PLANTS_HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
     const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {
-      env: { HOST: '127.0.0.1', PORT: '0' },
+      env: { PLANTS_HOST: '127.0.0.1', PORT: '0' },
     });
     assert.notEqual(fromEnv.port, 8080, 'PORT=0 from the environment picks a free port');
     assert.equal((await httpRequest(`${fromEnv.url}/plants`, { token })).status, 200);
@@ -465,7 +465,7 @@ describeEachStore('plant-store serve', (fx) => {
     after(() => rmSync(dir, { recursive: true, force: true }));
     const other = join(dir, 'other.db');
     const flags = await startServer(serveArgs(fx.db), {
-      env: { HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
+      env: { PLANTS_HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
     });
     assert.equal(
       (await httpRequest(`${flags.url}/plants`, { token })).status,

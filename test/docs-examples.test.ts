@@ -1,6 +1,7 @@
 // Every code example in README.md and docs/ is checked: TypeScript is
 // type-checked under strict settings and, when it uses the client, run
-// against a real server; shell is parsed by bash; JSON is parsed;
+// against a real server; shell is parsed by bash; JSON is parsed; TOML is
+// read as a configuration file;
 // Prometheus files go through promtool. A block in another language fails
 // here until a check is added for it.
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { runCliInProcess } from './helpers/cli.js';
 import { issueToken } from '../src/auth/tokens.js';
+import { parseConfigFile } from '../src/config.js';
 import { codeBlocks, docPages, REPO, shortName, type CodeBlock } from './helpers/markdown.js';
 import { after, before, commandProbe, describe, it, needs, requirement } from './helpers/requirements.js';
 import { describeOnStore } from './helpers/stores.js';
@@ -23,8 +25,9 @@ const blocks = docPages().flatMap(codeBlocks);
 const where = (b: CodeBlock) => `${shortName(b.file)}:${b.line}`;
 const of = (...langs: string[]) => blocks.filter((b) => langs.includes(b.lang));
 
-// Untagged blocks are output shown to the reader (a log line, an HTTP answer), not code to run.
-const CHECKED = ['ts', 'sh', 'json', 'yaml', 'sql', ''];
+// Untagged and `text` blocks are output shown to the reader (a log line, an HTTP answer,
+// a command's --help, which config-docs.test.ts checks against the code), not code to run.
+const CHECKED = ['ts', 'sh', 'json', 'yaml', 'sql', 'toml', 'text', ''];
 
 it('every code block has a language this file checks', () => {
   const unknown = blocks.filter((b) => !CHECKED.includes(b.lang)).map((b) => `${where(b)} (${b.lang})`);
@@ -92,6 +95,11 @@ it('every plant-store command in the examples exists and takes the flags given',
 
 it('JSON examples parse', () => {
   for (const b of of('json')) assert.doesNotThrow(() => JSON.parse(b.code), `${where(b)} is not JSON`);
+});
+
+it('TOML examples are configuration files that --config reads', () => {
+  assert.ok(of('toml').length >= 1, 'the configuration reference shows a TOML file');
+  for (const b of of('toml')) assert.doesNotThrow(() => parseConfigFile('example.toml', b.code), where(b));
 });
 
 it('SQL examples are single statements ending in a semicolon', () => {

@@ -70,7 +70,7 @@ describe('JWT settings', () => {
     for (const flag of ['--jwks-url', '--oidc-issuer', '--jwt-issuer', '--jwt-audience', '--jwt-owner-claim']) {
       assert.ok(r.stdout.includes(flag), `${flag} in:\n${r.stdout}`);
     }
-    assert.match(r.stdout, /the JWT claim that names the owner \(env PLANTS_JWT_OWNER_CLAIM; default: sub\)/);
+    assert.match(r.stdout, /the JWT claim that names the owner \(env PLANTS_JWT_OWNER_CLAIM;\s+default: sub\)/);
   });
 });
 

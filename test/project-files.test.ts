@@ -62,7 +62,7 @@ describe('deploy/plant-store.service', () => {
       'ProtectHome=yes',
       'PrivateTmp=yes',
       'CapabilityBoundingSet=',
-      'Environment=DATABASE_URL=/var/lib/plant-store/plants.db',
+      'Environment=PLANTS_DB=/var/lib/plant-store/plants.db',
       `ExecStart=/usr/bin/env node ${START_NODE_FLAGS.join(' ')} /usr/local/bin/plant-store serve`,
       'KillMode=mixed',
     ]) {
@@ -93,18 +93,27 @@ describe('Dockerfile', () => {
   const text = read('Dockerfile');
   const froms = [...text.matchAll(/^FROM (\S+)(?: AS (\S+))?$/gm)];
 
-  it('builds in one node:20-slim stage and runs in another, as a user other than root', () => {
+  it('builds in one node:22-slim stage and runs in another, as a user other than root', () => {
     assert.equal(froms.length, 2, 'two stages');
     assert.ok(
-      froms.every((m) => m[1] === 'node:20-slim'),
-      'both on node:20-slim',
+      froms.every((m) => m[1] === 'node:22-slim'),
+      'both on node:22-slim, a supported LTS line',
     );
     const runStage = text.slice(froms[1]!.index);
     assert.match(runStage, /^USER node$/m);
     assert.doesNotMatch(runStage, /apt-get|g\+\+/, 'no compiler in the image that runs');
     assert.match(runStage, /^COPY --from=build /m);
     assert.match(runStage, /^ENV [\s\S]*HOST=0\.0\.0\.0/m, 'listens beyond the container');
-    assert.match(runStage, /DATABASE_URL=\/data\/plants\.db/);
+    assert.match(runStage, /PLANTS_DB=\/data\/plants\.db/);
+    // The dependencies (and the SQLite build) from the package files alone, before any source is copied.
+    const buildStage = text.slice(0, froms[1]!.index);
+    const steps = ['COPY package.json package-lock.json ./', 'RUN npm ci', 'COPY . .'].map((step) =>
+      buildStage.indexOf(`\n${step}`),
+    );
+    assert.ok(
+      steps.every((at, i) => at > 0 && (i === 0 || at > steps[i - 1]!)),
+      `in this order: ${steps.join(' ')}`,
+    );
     const entrypoint = JSON.stringify(['node', ...START_NODE_FLAGS, 'dist/src/cli/bin.js']).replaceAll(',', ', ');
     assert.ok(runStage.split('\n').includes(`ENTRYPOINT ${entrypoint}`), `the image runs ${entrypoint}, as npm start`);
     const ignore = read('.dockerignore').split('\n');
@@ -123,7 +132,7 @@ describe('Dockerfile', () => {
       const [exe, ...args] = JSON.parse(cmd) as string[];
       assert.equal(exe, 'node');
       const server = await startServer(serveArgs(db));
-      const env = { PATH: process.env.PATH ?? '', PORT: String(server.port) };
+      const env = { PATH: process.env.PATH ?? '', PLANTS_PORT: String(server.port) };
       await run(process.execPath, args, { env, timeout: 10_000 });
       server.kill('SIGTERM');
       await server.waitExit();

@@ -85,8 +85,10 @@ describe('rate limit settings', () => {
   });
 
   it('takes a redis:// or rediss:// URL', () => {
-    assert.equal(loadConfig({ redis: 'redis://127.0.0.1:6379' }, {}).redis, 'redis://127.0.0.1:6379');
-    assert.equal(loadConfig({}, { PLANTS_REDIS_URL: 'rediss://r.example:6380/2' }).redis, 'rediss://r.example:6380/2');
+    const on = { 'rate-limit': '10/1s' } as const;
+    assert.equal(loadConfig({ ...on, redis: 'redis://127.0.0.1:6379' }, {}).redis, 'redis://127.0.0.1:6379');
+    const fromEnv = loadConfig(on, { PLANTS_REDIS_URL: 'rediss://r.example:6380/2' });
+    assert.equal(fromEnv.redis, 'rediss://r.example:6380/2');
     assert.throws(() => loadConfig({ redis: 'http://x' }, {}), /--redis must be a redis:\/\/ or rediss:\/\/ URL/);
   });
 });

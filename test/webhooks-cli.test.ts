@@ -166,7 +166,7 @@ describe('plant-store webhook --help', () => {
     assert.match(list.stdout, /--json/);
     assert.match(remove.stdout, /^Usage: plant-store webhook remove ID/);
     assert.match(serve.stdout, /--webhooks-allow-private {2,}/, 'a flag without a value');
-    assert.match(serve.stdout, /--webhook-timeout-ms WEBHOOK_TIMEOUT_MS .*default: 10000/);
+    assert.match(serve.stdout, /--webhook-timeout-ms MS .*\n.*default: 10000\)/);
     const help = await runCli(['--help']);
     for (const c of ['webhook add', 'webhook list', 'webhook remove'])
       assert.match(help.stdout, new RegExp(`\\b${c}\\b`));

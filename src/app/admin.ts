@@ -3,7 +3,8 @@ import { SECURITY_HEADERS } from '../http/headers.js';
 import { METRICS_CONTENT_TYPE } from '../metrics/metrics.js';
 import { healthRoutes } from '../routes/health.js';
 import { ErrorBody } from '../schemas/error.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './error-handler.js';
+import { AppError } from '../http/errors.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 
 export interface AdminOptions {
   logger: FastifyBaseLogger;
@@ -32,7 +33,15 @@ async function buildAdminApp({ logger, metrics, ready }: AdminOptions): Promise<
     done();
   });
   app.addSchema(ErrorBody);
-  app.get('/metrics', async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await metrics()));
+  app.get('/metrics', async (_request, reply) => {
+    try {
+      return reply.type(METRICS_CONTENT_TYPE).send(await metrics());
+    } catch (error) {
+      // An expected refusal (workers still starting) was logged by whoever raised it.
+      if (error instanceof AppError) return sendError(reply, error);
+      throw error;
+    }
+  });
   await app.register(healthRoutes, { store: { ping: ready } });
   return app;
 }

@@ -13,6 +13,7 @@ import { healthRoutes } from '../routes/health.js';
 import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
+import { rootRoute } from '../routes/root.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
@@ -162,6 +163,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   await app.register(healthRoutes, { store, jwks: jwt });
   await app.register(openapiRoute);
   await app.register(docsRoutes);
+  await app.register(rootRoute);
   addMethodNotAllowed();
   return app;
 }

@@ -82,7 +82,7 @@ function checkJwt(
       if (!(error instanceof JwtRejection)) return done(error as Error);
       // The reason, never the token.
       request.log.info({ reqId: request.id, jwt: error.detail }, 'bearer JWT refused');
-      done(errors.invalidToken(error.reason));
+      done(errors.invalidToken(error.reason, 'jwt'));
     },
   );
 }

@@ -1,6 +1,18 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
-import { SETTINGS, type SettingName } from '../config.js';
+import { readFileSync } from 'node:fs';
+import {
+  ConfigError,
+  SETTINGS,
+  SETTING_GROUPS,
+  loadConfig,
+  nearest,
+  parseConfigFile,
+  settingSpec,
+  type Config,
+  type ConfigFile,
+  type SettingName,
+} from '../config.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -43,57 +55,154 @@ export function ownerFlag(values: ArgValues): string {
   return owner;
 }
 
+/** A flag of a command's own (not a setting): its type, help, the default shown in help and its value's placeholder. */
+export interface CommandFlag {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  help: string;
+  default?: string;
+  /** Placeholder in help; by default the flag's name in capitals. */
+  arg?: string;
+}
+
 export interface Command {
   name: string;
   summary: string;
   usage: string;
-  /** Settings from config.ts this command accepts as flags. */
+  /** Settings from config.ts this command accepts as flags (and from --config FILE). */
   settings: SettingName[];
   /** Takes positional arguments (ids); any other command refuses them. */
   positionals?: true;
-  /** Flags of its own: name → [type, help, default shown in help]. */
-  flags?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }>;
+  /** What it prints where, and its exit codes beyond 0, 1 and 2 (for docs/reference/cli.md). */
+  output: string;
+  /** Flags of its own. */
+  flags?: Record<string, CommandFlag>;
   run(ctx: CommandContext, values: ArgValues, positionals: string[]): Promise<number>;
 }
 
+/** --json: the same flag, with the command's own words for what it prints. */
+export const jsonFlag = (what: string): CommandFlag => ({ type: 'boolean', help: `print ${what} as one JSON object` });
+
+const CONFIG_FLAG: CommandFlag = {
+  type: 'string',
+  arg: 'FILE',
+  help: 'read settings from a JSON or TOML file, keys named as the flags; flags and environment variables win over it (env PLANTS_CONFIG)',
+};
+
+const HELP_WIDTH = 100;
+
+/** Two columns: the flag, then its help wrapped to HELP_WIDTH with a hanging indent. */
+function columns(rows: [string, string][], width: number): string[] {
+  const lines: string[] = [];
+  for (const [flag, help] of rows) {
+    const words = help.split(' ');
+    let line = flag.length + 2 < width ? `  ${flag}`.padEnd(width) : `  ${flag}`;
+    if (flag.length + 2 >= width) {
+      lines.push(line);
+      line = ' '.repeat(width);
+    }
+    let empty = true;
+    for (const word of words) {
+      if (!empty && line.length + 1 + word.length > HELP_WIDTH) {
+        lines.push(line);
+        line = ' '.repeat(width);
+        empty = true;
+      }
+      line += empty ? word : ` ${word}`;
+      empty = false;
+    }
+    lines.push(line);
+  }
+  return lines;
+}
+
+/** Text wrapped to HELP_WIDTH, its lines after the first indented by `indent` columns. */
+export function wrap(text: string, indent = 0): string[] {
+  const lines: string[] = [];
+  const lead = /^ */.exec(text)![0];
+  let line = lead;
+  for (const word of text.slice(lead.length).split(' ')) {
+    if (line.trim() !== '' && line.length + 1 + word.length > HELP_WIDTH) {
+      lines.push(line);
+      line = ' '.repeat(indent);
+    }
+    line += line.trim() === '' ? word : ` ${word}`;
+  }
+  return [...lines, line];
+}
+
+const placeholder = (name: string, f: CommandFlag) =>
+  f.type === 'boolean' ? `--${name}` : `--${name} ${f.arg ?? name.toUpperCase().replace(/-/g, '_')}`;
+
+/** Where a setting may also be given: its environment variables and its default. */
+function settingFootnote(name: SettingName): string {
+  const s = settingSpec(name);
+  const env = s.fallbackEnv ? `env ${s.env}, or ${s.fallbackEnv}` : `env ${s.env}`;
+  return `(${env}${s.default === '' ? '' : `; default: ${s.default}`})`;
+}
+
 export function helpText(cmd: Command): string {
-  const rows: [string, string][] = [];
-  for (const [name, f] of Object.entries(cmd.flags ?? {})) {
-    const flag = f.type === 'string' ? `--${name} ${name.toUpperCase().replace(/-/g, '_')}` : `--${name}`;
-    rows.push([flag, f.help + (f.default ? ` (default: ${f.default})` : '')]);
-  }
-  for (const name of cmd.settings) {
-    const s = SETTINGS[name];
-    rows.push([
-      s.kind === 'bool' ? `--${name}` : `--${name} ${name.toUpperCase().replace(/-/g, '_')}`,
-      `${s.help} (env ${s.env}${s.default === '' ? '' : `; default: ${s.default}`})`,
-    ]);
-  }
-  rows.push(['-h, --help', 'show this help']);
-  const width = Math.max(...rows.map(([f]) => f.length)) + 2;
+  const own: [string, string][] = Object.entries(cmd.flags ?? {}).map(([name, f]) => [
+    placeholder(name, f),
+    f.help + (f.default ? ` (default: ${f.default})` : ''),
+  ]);
+  const groups = SETTING_GROUPS.map((group) => ({
+    group,
+    rows: cmd.settings
+      .filter((name) => SETTINGS[name].group === group)
+      .map((name): [string, string] => {
+        const s = settingSpec(name);
+        return [s.kind === 'bool' ? `--${name}` : `--${name} ${s.arg}`, `${s.help} ${settingFootnote(name)}`];
+      }),
+  })).filter((g) => g.rows.length > 0);
+  const common: [string, string][] = [
+    [placeholder('config', CONFIG_FLAG), CONFIG_FLAG.help],
+    ['-h, --help', 'show this help'],
+  ];
+  const all = [...own, ...groups.flatMap((g) => g.rows), ...common];
+  const width = Math.min(Math.max(...all.map(([f]) => f.length)) + 4, 36);
+  const title = (g: string) => `${g[0]!.toUpperCase()}${g.slice(1)}:`;
+  // A command with settings of one topic only (--db) lists them with its own options.
+  const sections: [string, [string, string][]][] =
+    groups.length > 1
+      ? [['Options:', own], ...groups.map((g): [string, [string, string][]] => [title(g.group), g.rows])]
+      : [['Options:', [...own, ...groups.flatMap((g) => g.rows)]]];
+  sections.push(['Common:', common]);
   return [
-    `Usage: plant-store ${cmd.usage}`,
+    ...wrap(`Usage: plant-store ${cmd.usage}`, 'Usage: plant-store '.length),
     '',
-    cmd.summary,
-    '',
-    'Options:',
-    ...rows.map(([f, h]) => `  ${f.padEnd(width)}${h}`),
+    ...wrap(cmd.summary),
+    ...sections.filter(([, rows]) => rows.length > 0).flatMap(([head, rows]) => ['', head, ...columns(rows, width)]),
     '',
   ].join('\n');
 }
 
+/** parseArgs' complaint in the project's words. */
+function usageProblem(error: Error & { code?: string }, known: readonly string[]): string {
+  const message = error.message;
+  const option = /'(?:-\w, )?(--?[^' <]+)/.exec(message)?.[1] ?? '';
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const guess = nearest(option.replace(/^-+/, ''), known);
+    return `unknown option ${option}${guess ? ` (did you mean --${guess}?)` : ''}`;
+  }
+  if (/argument missing/.test(message)) return `${option} needs a value`;
+  if (/does not take an argument/.test(message)) return `${option} takes no value`;
+  if (/ambiguous/.test(message))
+    return `${option} needs a value; to give one that starts with a dash, write ${option}=-VALUE`;
+  return message.split('\n')[0]!;
+}
+
 export function parseCommandArgs(cmd: Command, argv: string[]) {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
+  if (cmd.settings.length > 0) options.config = { type: 'string' };
   for (const name of cmd.settings) options[name] = { type: SETTINGS[name].kind === 'bool' ? 'boolean' : 'string' };
   for (const [name, f] of Object.entries(cmd.flags ?? {}))
     options[name] = { type: f.type, multiple: f.multiple ?? false };
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (error) {
-    const message = (error as Error).message;
-    const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
-    const first = unknown ? `unknown option ${unknown}` : message.split('\n')[0]!;
-    throw new UsageError(`${first}\nRun "plant-store ${cmd.name} --help" for usage.`);
+    const problem = usageProblem(error as Error, Object.keys(options));
+    throw new UsageError(`${problem}\nRun "plant-store ${cmd.name} --help" for usage.`);
   }
 }
 
@@ -106,4 +215,40 @@ export function settingFlags(cmd: Command, values: Record<string, unknown>): Par
     if (typeof value === 'string' || value === true) out[name] = String(value);
   }
   return out;
+}
+
+/**
+ * The command's settings: its flags, then the environment, then the
+ * configuration file (--config FILE, or PLANTS_CONFIG), then the defaults.
+ */
+export function commandConfig(
+  cmd: Command,
+  values: ArgValues,
+  ctx: Pick<CliIo, 'env'>,
+  extra: Parameters<typeof loadConfig>[2] = {},
+): Readonly<Config> {
+  const path = typeof values.config === 'string' ? values.config : ctx.env.PLANTS_CONFIG || undefined;
+  let file: ConfigFile | undefined;
+  if (path !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new ConfigError(
+        `cannot read the configuration file ${path}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      );
+    }
+    file = parseConfigFile(path, text);
+  }
+  return loadConfig(settingFlags(cmd, values), ctx.env, extra, cmd.settings, file);
+}
+
+/** A list-valued flag (--scope a,b or --scope a --scope b): its items. */
+export function listFlag(value: ArgValues[string]): string[] {
+  const parts = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  return parts
+    .flatMap((p) => String(p).split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
 }

@@ -24,7 +24,7 @@ export function logTokenHint(
   usable: number,
   where: StoreLocation,
 ): void {
-  const db = where.store === 'sqlite' ? ` --db ${where.path}` : ' (with the same --db or DATABASE_URL)';
+  const db = where.store === 'sqlite' ? ` --db ${where.path}` : ' (with the same --db or PLANTS_DB)';
   const create = `plant-store token create --owner NAME${db}`;
   if (usable === 0)
     log.warn(`no usable token: every token of this store is revoked or expired; create one with: ${create}`);

@@ -1,18 +1,23 @@
 import { once } from 'node:events';
 import { writeDump } from '../backup/dump.js';
-import { loadConfig } from '../config.js';
 import { openCommandStore } from './store.js';
-import { settingFlags, type Command } from './args.js';
+import { commandConfig, jsonFlag, type Command } from './args.js';
+import { printJson } from './rows.js';
 
 export const exportCommand: Command = {
   name: 'export',
-  usage: 'export [--db PATH_OR_URL] > dump.ndjson',
+  usage: 'export [--json] [--db PATH|URL] > dump.ndjson',
   summary:
     'Writes every token (as its hash) and plant of a store to stdout as JSON lines, each owner in insertion order; plant-store import reads them into any store.',
+  output:
+    'stdout: the export, one JSON object per line. stderr: progress, then the counts written. With --json, stderr: {"tokens", "plants"} instead.',
   settings: ['db', 'pg-pooler'],
+  flags: {
+    json: jsonFlag('the tokens and plants written, on stderr (stdout carries the export itself)'),
+  },
   async run(ctx, values) {
     // existingSchema: a database that is not ours gets no tables.
-    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(commandConfig(this, values, ctx), {
       mustExist: true,
       existingSchema: true,
     });
@@ -29,7 +34,8 @@ export const exportCommand: Command = {
           ctx.stderr.write(`export: ${p.tokens} tokens, ${p.plants} plants so far\n`);
         },
       );
-      ctx.stderr.write(`export: ${done.tokens} tokens and ${done.plants} plants written\n`);
+      if (values.json) printJson(ctx.stderr, { tokens: done.tokens, plants: done.plants });
+      else ctx.stderr.write(`export: ${done.tokens} tokens and ${done.plants} plants written\n`);
       return 0;
     } finally {
       await store.close();

@@ -1,5 +1,5 @@
-import { ConfigError } from '../config.js';
-import { UsageError, helpText, parseCommandArgs, type CliIo, type Command } from './args.js';
+import { ConfigError, editDistance, nearest } from '../config.js';
+import { UsageError, helpText, parseCommandArgs, wrap, type CliIo, type Command } from './args.js';
 import { backup } from './backup.js';
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
@@ -15,7 +15,8 @@ import { webhookAdd } from './webhook-add.js';
 import { webhookList } from './webhook-list.js';
 import { webhookRemove } from './webhook-remove.js';
 
-const COMMANDS: Command[] = [
+/** Every command, in the order help lists them. */
+export const COMMANDS: readonly Command[] = [
   serve,
   tokenCreate,
   tokenList,
@@ -34,12 +35,12 @@ const HELP = ['-h', '--help'];
 
 const firstSentence = (c: Command) => c.summary.split('. ')[0]!.replace(/\.$/, '');
 
-function usage(commands: Command[], word?: string): string {
+function usage(commands: readonly Command[], word?: string): string {
   const head = word ? `${word} <command>` : '<command>';
   return `Usage: plant-store ${head} [options]
 
 Commands:
-${commands.map((c) => `  ${c.name.padEnd(16)}${firstSentence(c)}`).join('\n')}
+${commands.flatMap((c) => wrap(`  ${c.name.padEnd(16)}${firstSentence(c)}`, 18)).join('\n')}
 
 Run "plant-store ${head} --help" for a command's options and defaults.
 ${word ? '' : 'Run "plant-store --version" for the version.\n'}`;
@@ -108,12 +109,25 @@ function noCommand(argv: readonly string[], io: CliIo): number {
       io.stdout.write(usage(members, first));
       return 0;
     }
-    const what = second === undefined ? `"${first}" needs a command` : `unknown command "${argv.join(' ')}"`;
-    io.stderr.write(`plant-store: ${what}\n\n${usage(members, first)}`);
+    const what =
+      second === undefined ? `"${first}" needs a command` : `unknown command "${argv.join(' ')}"${suggestion(argv)}`;
+    io.stderr.write(`plant-store ${first}: ${what}\n\n${usage(members, first)}`);
     return 2;
   }
-  io.stderr.write(`plant-store: unknown command "${argv.join(' ')}"\n\n${usage(COMMANDS)}`);
+  io.stderr.write(`plant-store: unknown command "${argv.join(' ')}"${suggestion(argv)}\n\n${usage(COMMANDS)}`);
   return 2;
+}
+
+/** ' (did you mean "token create"?)' for a likely typo of a command's name, else ''. */
+function suggestion(argv: readonly string[]): string {
+  let best: { name: string; distance: number } | undefined;
+  for (const c of COMMANDS) {
+    const typed = argv.slice(0, c.name.split(' ').length).join(' ');
+    const distance = editDistance(typed, c.name);
+    if (nearest(typed, [c.name]) !== undefined && (best === undefined || distance < best.distance))
+      best = { name: c.name, distance };
+  }
+  return best ? ` (did you mean "${best.name}"?)` : '';
 }
 
 /** An error's message, followed by its cause's ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */

@@ -23,3 +23,8 @@ export function printTable<K extends string>(
 export function printJsonLines(out: NodeJS.WritableStream, rows: readonly object[]): void {
   for (const row of rows) out.write(JSON.stringify(row) + '\n');
 }
+
+/** A command's report as one JSON object on one line (--json). */
+export function printJson(out: NodeJS.WritableStream, report: object): void {
+  printJsonLines(out, [report]);
+}

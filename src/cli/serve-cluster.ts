@@ -181,15 +181,23 @@ async function startPrimaryAdmin(
   store: Store,
   notReady: () => string | undefined,
 ): Promise<FastifyInstance> {
+  // A scrape while workers start (or stop) is expected: 503, and one info line per start.
+  let toldStarting = false;
   try {
     return await startAdmin(config.host, config.adminPort!, {
       logger: log,
       metrics: async () => {
+        const starting = notReady();
+        if (starting !== undefined) {
+          if (!toldStarting) log.info(`metrics are not served until every worker listens: ${starting}`);
+          toldStarting = true;
+          throw errors.unavailable(`metrics are not available yet: ${starting}`, 1);
+        }
         try {
           return await clusterMetricsText();
         } catch (error) {
-          log.error({ err: error }, 'collecting metrics from the workers failed');
-          throw errors.unavailable('metrics could not be collected from every worker, try again');
+          log.warn({ reason: (error as Error).message }, 'collecting metrics from the workers failed');
+          throw errors.unavailable('metrics could not be collected from every worker, try again', 1);
         }
       },
       ready: async () => {

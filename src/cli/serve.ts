@@ -3,11 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { startAdmin } from '../app/admin.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
-import { SETTINGS, loadConfig, webhookKeyPath, type Config, type SettingName } from '../config.js';
+import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
 import { DeliveryLoop } from '../outbox/delivery-loop.js';
-import { settingFlags, type Command, type CommandContext } from './args.js';
+import { commandConfig, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
@@ -18,12 +18,14 @@ const SHUTDOWN_GRACE_MS = 25_000;
 
 export const serve: Command = {
   name: 'serve',
-  usage: 'serve [--host 127.0.0.1] [--port 8080] [--db PATH_OR_URL] [--workers N|auto] [options]',
+  usage: 'serve [--config FILE] [options]',
   summary:
     'Serves the Plant Store HTTP API. Migrates the store on start. On a store with no tokens it creates one for owner "admin" and prints it once to stderr. SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, closes the store and exits 0; a second one, a second or more later, exits at once.',
-  settings: Object.keys(SETTINGS) as SettingName[],
+  output:
+    'Log lines as JSON on stdout (pretty on a terminal). On a store with no usable token, the new admin token alone on a line of stderr, with a curl example. Exit code 0 after a graceful stop, 1 when it could not start or a drain failed, 130 or 143 when a second SIGINT or SIGTERM forced the exit.',
+  settings: [...ALL_SETTINGS],
   async run(ctx, values) {
-    const config = loadConfig(settingFlags(this, values), ctx.env, { logPretty: ctx.isTTY });
+    const config = commandConfig(this, values, ctx, { logPretty: ctx.isTTY });
     // Once, before any worker starts: workers × pool size must fit the database.
     if (cluster.isPrimary) await checkCommandConnections(config, config.workers);
     if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);

@@ -22,7 +22,7 @@ function explained(error: unknown, db: string, mustExist: boolean): unknown {
   }
   if (mustExist && error instanceof Error && error.message.startsWith('no database at ')) {
     return new CliError(
-      `no SQLite database at ${where.path}; check --db (or DATABASE_URL), or create it with: plant-store migrate --db ${db}`,
+      `no SQLite database at ${where.path}; check --db (or PLANTS_DB), or create it with: plant-store migrate --db ${db}`,
       { cause: error },
     );
   }

@@ -1,13 +1,14 @@
-import { loadConfig } from '../config.js';
-import { settingFlags, type Command } from './args.js';
+import { commandConfig, type Command } from './args.js';
 import { printJsonLines, printTable } from './rows.js';
 import { openCommandStore } from './store.js';
 
 export const tokenList: Command = {
   name: 'token list',
-  usage: 'token list [--json] [--db PATH_OR_URL]',
+  usage: 'token list [--json] [--db PATH|URL]',
   summary:
     'Lists tokens: id, owner, scopes, created, expires, revoked. Secrets are never shown (only their hashes are stored).',
+  output:
+    'stdout: a table (ID, OWNER, SCOPES, CREATED, EXPIRES, REVOKED). With --json, one object per token and line: {"id", "owner", "scopes", "created", "expires", "revoked"}.',
   settings: ['db', 'pg-pooler'],
   flags: {
     json: {
@@ -18,7 +19,7 @@ export const tokenList: Command = {
   async run(ctx, values) {
     // mustExist: a mistyped --db is an error, not a new empty store;
     // existingSchema: a database that is not ours gets no tables.
-    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(commandConfig(this, values, ctx), {
       mustExist: true,
       existingSchema: true,
     });

@@ -1,13 +1,14 @@
-import { loadConfig } from '../config.js';
 import { printJsonLines, printTable } from './rows.js';
 import { openCommandStore } from './store.js';
-import { settingFlags, type Command } from './args.js';
+import { commandConfig, type Command } from './args.js';
 
 export const webhookList: Command = {
   name: 'webhook list',
-  usage: 'webhook list [--json] [--db PATH_OR_URL]',
+  usage: 'webhook list [--json] [--db PATH|URL]',
   summary:
     'Lists webhook endpoints: id, owner, events, status (active, or disabled and why), events waiting for delivery, created, URL. Secrets are never shown.',
+  output:
+    'stdout: a table (ID, OWNER, EVENTS, STATUS, PENDING, CREATED, URL). With --json, one object per endpoint and line: {"id", "owner", "url", "events", "pending", "created", "disabled", "disabledReason"}.',
   settings: ['db', 'pg-pooler'],
   flags: {
     json: {
@@ -18,7 +19,7 @@ export const webhookList: Command = {
   async run(ctx, values) {
     // mustExist: a mistyped --db is an error, not a new empty store;
     // existingSchema: a database that is not ours gets no tables.
-    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(commandConfig(this, values, ctx), {
       mustExist: true,
       existingSchema: true,
     });

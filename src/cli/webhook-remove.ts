@@ -1,19 +1,21 @@
-import { loadConfig } from '../config.js';
 import { openCommandStore } from './store.js';
-import { UsageError, settingFlags, type Command } from './args.js';
+import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
+import { printJson } from './rows.js';
 
 export const webhookRemove: Command = {
   name: 'webhook remove',
   positionals: true,
-  usage: 'webhook remove ID [--db PATH_OR_URL]',
+  usage: 'webhook remove ID [--json] [--db PATH|URL]',
   summary:
     'Removes a webhook endpoint (its id from webhook list) and drops the events still waiting for it. Servers stop delivering to it at once; an attempt already under way finishes.',
+  output: 'stderr: removed. With --json, stdout: {"removed": true, "id"}. Exit code 1 when no endpoint has that id.',
   settings: ['db', 'pg-pooler'],
+  flags: { json: jsonFlag('the id removed') },
   async run(ctx, values, positionals) {
     if (positionals.length !== 1) throw new UsageError('give exactly one webhook id to remove');
     // mustExist: a mistyped --db is an error, not a new empty store;
     // existingSchema: a database that is not ours gets no tables.
-    const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings), {
+    const store = await openCommandStore(commandConfig(this, values, ctx), {
       mustExist: true,
       existingSchema: true,
     });
@@ -22,7 +24,8 @@ export const webhookRemove: Command = {
         ctx.stderr.write('no webhook endpoint has that id\n');
         return 1;
       }
-      ctx.stderr.write('removed\n');
+      if (values.json) printJson(ctx.stdout, { removed: true, id: positionals[0]! });
+      else ctx.stderr.write('removed\n');
       return 0;
     } finally {
       await store.close();

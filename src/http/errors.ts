@@ -52,7 +52,8 @@ const quote = (s: string) => s.replace(/["\\]/g, '');
 
 // The same words on every 401, whatever the store holds, so they tell a
 // caller nothing about which tokens exist; they tell a locked-out operator
-// what to run.
+// what to run. A JWT comes from an identity provider, so its 401 carries no
+// such hint.
 const TOKEN_HINT = " (the server's operator creates tokens with: plant-store token create --owner NAME)";
 
 export const errors = {
@@ -64,8 +65,8 @@ export const errors = {
       `authentication required: send an Authorization: Bearer <token> header${TOKEN_HINT}`,
       { 'www-authenticate': `Bearer realm="${REALM}"` },
     ),
-  invalidToken: (why: string) =>
-    new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}${TOKEN_HINT}`, {
+  invalidToken: (why: string, kind: 'opaque' | 'jwt' = 'opaque') =>
+    new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}${kind === 'opaque' ? TOKEN_HINT : ''}`, {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quote(why)}"`,
     }),
   insufficientScope: (scope: string) =>

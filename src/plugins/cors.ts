@@ -12,8 +12,9 @@ export interface CorsOptions {
  * answered here, before any route hook, so it needs no token: browsers never
  * send credentials with one. The requests that follow still need their
  * bearer token; their 401s and 403s carry the CORS headers too, so the page
- * can read them. Any other OPTIONS keeps the service's own answer (204 with
- * Allow, or 404).
+ * can read them. Any other OPTIONS, and any request from an origin not
+ * allowed, keeps the service's own answer (204 with Allow, or 404) without
+ * any CORS header.
  *
  * Registered on the root instance (not as an encapsulated plugin) so that its
  * hooks reach every route.
@@ -30,14 +31,18 @@ export async function registerCors(app: FastifyInstance, { origin }: CorsOptions
     maxAge: 600,
     strictPreflight: false,
   };
-  const notPreflight: FastifyCorsOptions = { origin: false };
+  const none: FastifyCorsOptions = { origin: false };
+  const origins = new Set(origin === '*' ? [] : origin.split(',').map((o) => o.trim()));
+  // A disallowed origin gets no Access-Control header at all, preflight or
+  // not: the answer is the one a server without CORS would give.
+  const allowedOrigin = (value: string | undefined) => value !== undefined && (origin === '*' || origins.has(value));
   await app.register(fastifyCors, {
     hideOptionsRoute: true,
     delegator: (request, callback) => {
-      const preflightOrPlain =
-        request.method !== 'OPTIONS' ||
-        (request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined);
-      callback(null, preflightOrPlain ? allowed : notPreflight);
+      const from = request.headers.origin;
+      const preflight = request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
+      if (from === undefined || !allowedOrigin(from)) return callback(null, none);
+      callback(null, request.method !== 'OPTIONS' || preflight ? allowed : none);
     },
   });
 }

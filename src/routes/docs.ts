@@ -35,6 +35,22 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
       tryItOutEnabled: true,
       displayRequestDuration: true,
       defaultModelsExpandDepth: 2,
+      // The address shown under the title: /openapi.json, where clients and
+      // tools get the document (the page itself loads its copy at /docs/json). (These
+      // functions run in the browser; uiConfig.plugins replaces the default
+      // list, so DownloadUrl, which fetches the document, is named again.)
+      plugins: [
+        function downloadUrl(system: unknown) {
+          return (
+            globalThis as unknown as {
+              SwaggerUIBundle: { plugins: { DownloadUrl: (s: unknown) => { fn: Record<string, unknown> } } };
+            }
+          ).SwaggerUIBundle.plugins.DownloadUrl(system);
+        },
+        function openapiJsonUrl() {
+          return { statePlugins: { spec: { wrapSelectors: { url: () => () => '/openapi.json' } } } };
+        },
+      ],
     },
     validatorUrl: false,
   });

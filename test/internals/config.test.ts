@@ -27,7 +27,7 @@ describe('loadConfig', () => {
   });
 
   it('flags win over environment variables, which win over defaults', () => {
-    const env = { PORT: '9000', HOST: '0.0.0.0', LOG_LEVEL: 'debug' };
+    const env = { PLANTS_PORT: '9000', PLANTS_HOST: '0.0.0.0', PLANTS_LOG_LEVEL: 'debug' };
     const config = loadConfig({ port: '9001' }, env);
     assert.equal(config.port, 9001);
     assert.equal(config.host, '0.0.0.0');
@@ -71,11 +71,11 @@ describe('loadConfig', () => {
   it('enum settings name their allowed values and take any case', () => {
     assert.equal(refused({ durability: 'fast' }), '--durability must be one of full, normal, got "fast"');
     assert.equal(
-      refused({}, { LOG_LEVEL: 'verbose' }),
-      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+      refused({}, { PLANTS_LOG_LEVEL: 'verbose' }),
+      'PLANTS_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
     );
     assert.equal(loadConfig({ 'log-level': 'WARN' }, {}).logLevel, 'warn');
-    assert.equal(loadConfig({}, { LOG_LEVEL: 'Debug' }).logLevel, 'debug');
+    assert.equal(loadConfig({}, { PLANTS_LOG_LEVEL: 'Debug' }).logLevel, 'debug');
     assert.equal(loadConfig({ durability: 'Normal' }, {}).durability, 'normal');
   });
 });
