@@ -1,8 +1,7 @@
-// Load generators: wrk (a C client driven by a Lua script) when installed, autocannon (Node) otherwise. Either runs in
-// its own process on the load CPU, sends the scenario's workload for a while and prints a RESULT line (LoadResult).
+// The load generator: wrk (a C client driven by a Lua script), in its own process on the load CPU. It sends the
+// scenario's workload for a while and prints a RESULT line (LoadResult).
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { shares, type Workload } from './scenarios.js';
 import { LOAD_CPU, result, start } from './procs.js';
 
@@ -78,12 +77,9 @@ end
 `;
 }
 
-export async function runLoad(spec: LoadSpec, tool: string, file: string): Promise<LoadResult> {
-  const wrk = tool === 'wrk';
-  writeFileSync(file, wrk ? wrkScript(spec) : JSON.stringify(spec));
-  const args = wrk
-    ? ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', file, spec.url]
-    : [fileURLToPath(new URL('./autocannon-load.js', import.meta.url)), file];
+export async function runLoad(spec: LoadSpec, file: string): Promise<LoadResult> {
+  writeFileSync(file, wrkScript(spec));
+  const args = ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', file, spec.url];
   const read = (out: string) => /^RESULT (\{.*\})$/m.exec(out)?.[1];
-  return JSON.parse(await result(start(LOAD_CPU, wrk ? 'wrk' : process.execPath, args), tool, read)) as LoadResult;
+  return JSON.parse(await result(start(LOAD_CPU, 'wrk', args), 'wrk', read)) as LoadResult;
 }

@@ -1,6 +1,6 @@
 // npm run bench [-- options] [-- extra service flags]
-// The service started as `npm start` starts it, next to an in-memory baseline (or on PostgreSQL, next to pgbench),
-// under the same load, in alternating rounds.
+// The service started as its installed executable (`plant-store serve`), next to an in-memory baseline (or on
+// PostgreSQL, next to pgbench), under the same load, in alternating rounds.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -14,7 +14,6 @@ import { SERVER_CPU, cpuSeconds, freePort, ready, start, stop, unpinned } from '
 import { percentile, report, roundLine, type Outcome, type Round } from './report.js';
 import { SCENARIOS, ownerName, type Scenario } from './scenarios.js';
 import { pgbench, preload, scratchDatabase } from './stores.js';
-import { START_NODE_FLAGS as nodeFlags } from '../scripts/npm-start.js';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const names = SCENARIOS.map((s) => s.name);
@@ -28,7 +27,6 @@ const HELP = `npm run bench [-- options] [-- service flags]
   --rounds N         measured rounds per server, best kept (default 5)
   --warmup N         seconds of load before measuring (default 2)
   --connections N    keep-alive connections (default 32)
-  --loadgen NAME     wrk or autocannon (default: wrk when installed)
   --cpu-prof DIR     write the service's CPU profiles to DIR (slows it down)
   --out FILE         the report (default bench/latest.md; "-" for none)
   --keep             keep the temporary folder (databases, logs)
@@ -43,7 +41,6 @@ const { values: o, positionals: serviceFlags } = parseArgs({
     rounds: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '32' },
-    loadgen: { type: 'string', default: wrkVersion ? 'wrk' : 'autocannon' },
     'cpu-prof': { type: 'string' },
     pg: { type: 'string' },
     out: { type: 'string', default: here('../../bench/latest.md') },
@@ -55,9 +52,12 @@ if (o.help) {
   console.log(HELP);
   process.exit(0);
 }
-const tool = o.loadgen;
-if (tool !== 'wrk' && tool !== 'autocannon') throw new Error('--loadgen must be wrk or autocannon');
-if (tool === 'wrk' && !wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
+if (!wrkVersion) throw new Error('wrk is not installed (apt-get install wrk)');
+// The executable as npm installs it: run through its first line, `#!/usr/bin/env -S node <flags>`, which the
+// baseline gets too.
+const bin = here('../src/cli/bin.js');
+fs.chmodSync(bin, 0o755);
+const nodeFlags = /^#!\/usr\/bin\/env -S node(.*)$/m.exec(fs.readFileSync(bin, 'utf8'))![1]!.split(' ').filter(Boolean);
 if (o.pg && spawnSync('pgbench', ['--version']).status !== 0)
   throw new Error('pgbench is not installed (apt-get install postgresql-client)');
 const scenarios = (o.scenarios?.split(',') ?? names.filter((n) => o.pg || !n.startsWith('pg-'))).map((n) => {
@@ -113,8 +113,8 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
 
     /** Starts a server; each call of what it returns is a round of load on it: its rate, p99, CPU (and PostgreSQL's). */
-    const serve = async (name: string, port: number, args: string[], pgCpu?: () => number) => {
-      const child = start(pg ? undefined : SERVER_CPU, process.execPath, args, join(dir, `${s.name}-${name}.log`), env);
+    const serve = async (name: string, port: number, [cmd, ...args]: string[], pgCpu?: () => number) => {
+      const child = start(pg ? undefined : SERVER_CPU, cmd!, args, join(dir, `${s.name}-${name}.log`), env);
       cleanup.push(() => stop(child));
       const url = `http://127.0.0.1:${port}`;
       // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
@@ -124,28 +124,33 @@ async function runScenario(s: Scenario): Promise<Outcome> {
       return async (secs: number): Promise<Round> => {
         const [own0, pg0] = [cpuSeconds(child.pid!), pgCpu?.() ?? 0];
         const spec = { url, connections, workload: s.workload, tokens, seeds, seconds: secs, firstId: 1e9 * ++runs };
-        const r = await runLoad(spec, tool, join(dir, 'load.tmp'));
+        const r = await runLoad(spec, join(dir, 'load.tmp'));
         const per = (sec: number) => (sec * 1e6) / r.requests;
         const cpu = [per(cpuSeconds(child.pid!) - own0), ...(pgCpu ? [per(pgCpu() - pg0)] : [])];
         return { ...r, rps: r.requests / r.seconds, cpu, loadPct: (100 * r.cpuSeconds) / r.seconds };
       };
     };
-    // Exactly `npm start` (node, its flags, dist/src/cli/bin.js serve), on its own database and port; the baseline gets
-    // the same Node flags, so the ratio is the service's own cost. On PostgreSQL not pinned, like PostgreSQL itself.
+    // Exactly the installed `plant-store serve`, on its own database and port (with --cpu-prof through node); the
+    // baseline gets the executable's Node flags, so the ratio is the service's own cost. On PostgreSQL not pinned, like
+    // PostgreSQL itself.
     const port = await freePort();
     const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
-    const service = await serve('service', port, [...nodeFlags, ...prof, here('../src/cli/bin.js'), ...flags], pg?.cpu);
-    const baseline = async () => {
-      const [basePort, tokensFile] = [await freePort(), join(dir, 'tokens')];
-      fs.writeFileSync(tokensFile, tokens.join('\n'));
-      const args = [here('./baseline.js'), String(basePort), String(s.rowsPerOwner), tokensFile];
-      return serve('baseline', basePort, [...nodeFlags, ...args]);
+    const exe = prof.length ? [process.execPath, ...nodeFlags, ...prof, bin] : [bin];
+    const service = await serve('service', port, [...exe, ...flags], pg?.cpu);
+    const tokensFile = join(dir, 'tokens');
+    fs.writeFileSync(tokensFile, tokens.join('\n'));
+    const inMemory = async (name: string) => {
+      const [memPort, script] = [await freePort(), here(`./${name}.js`)];
+      const args = [process.execPath, ...nodeFlags, script, String(memPort), String(s.rowsPerOwner), tokensFile];
+      return serve(name, memPort, args);
     };
     const sides = [
       pg
         ? { name: 'pgbench', round: (secs: number) => pgbench(pg, s.pgbench!, connections, secs, dir) }
-        : { name: 'baseline', round: await baseline() },
+        : { name: 'baseline', round: await inMemory('baseline') },
       { name: 'service', round: service },
+      // The list scenario also shows that the baseline is not slower than the smallest server doing the same.
+      ...(s.name === 'list' ? [{ name: 'minimal', round: await inMemory('minimal') }] : []),
     ].map((side) => ({ ...side, rounds: [] as Round[] }));
     if (warmup > 0) for (const side of sides) await side.round(warmup);
     for (let i = 0; i < rounds; i++)
@@ -154,7 +159,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         console.log(roundLine(side.name, side.rounds.at(-1)!));
       }
     const logBytes = fs.statSync(join(dir, `${s.name}-service.log`)).size;
-    return { scenario: s, reference: sides[0]!.rounds, service: sides[1]!.rounds, logBytes };
+    return { scenario: s, reference: sides[0]!.rounds, service: sides[1]!.rounds, minimal: sides[2]?.rounds, logBytes };
   } finally {
     for (const undo of cleanup.reverse()) await undo();
   }
@@ -186,7 +191,7 @@ fs.closeSync(fd);
 
 const pinning = unpinned ? `not pinned: ${unpinned}` : 'servers on CPU 0, load generator on CPU 1';
 const chosen = scenarios.map((s) => s.name).join(', ');
-console.log(`bench: ${chosen}; ${rounds} × ${seconds} s per server, ${connections} connections, ${tool}; ${pinning}`);
+console.log(`bench: ${chosen}; ${rounds} × ${seconds} s per server, ${connections} connections, wrk; ${pinning}`);
 const outcomes: Outcome[] = [];
 try {
   for (const s of scenarios) outcomes.push(await runScenario(s));
@@ -196,8 +201,10 @@ try {
 }
 const md = report(outcomes, {
   startedAt,
+  command: 'plant-store serve',
+  nodeFlags,
   method:
-    `${tool === 'wrk' ? `wrk ${wrkVersion}, 1 thread` : 'autocannon'}, ${connections} connections; ` +
+    `wrk ${wrkVersion}, 1 thread, ${connections} connections; ` +
     `best of ${rounds} rounds of ${seconds} s per server, alternating, after ${warmup} s of warm-up; ${pinning}`,
   serviceFlags,
   busy,

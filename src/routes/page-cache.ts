@@ -1,57 +1,60 @@
-import type { ChangeVersion, PlantRecord, PlantStore } from '../store/store.js';
+import { LRUCache } from 'lru-cache';
+import type { ChangeVersion, JsonPage, PlantStore } from '../store/store.js';
 
 export interface PageEntry {
-  /** The owner's version when the page was read. */
-  changed: number;
-  appended: number;
+  /** The owner's version (its `appended`) when the page was read. */
+  read: number;
   body: string;
   /** Present when more plants followed the page: then creates, which append, leave it as it is. */
   link: string | undefined;
+  /** Where the page lies in the list (JsonPage.span): deletions outside it leave it as it is. */
+  span?: JsonPage['span'];
+}
+
+/** Whether a page read at `entry.read` is still what the store would answer at `version` (see ChangeVersion). */
+function current(entry: PageEntry, version: ChangeVersion): boolean {
+  if (version.changed > entry.read || (entry.link === undefined && version.appended > entry.read)) return false;
+  const { deletions } = version;
+  for (let i = deletions.length - 1; i >= 0 && deletions[i]!.at > entry.read; i--) {
+    const { position } = deletions[i]!;
+    if (entry.span === undefined || (position > entry.span.from && position <= entry.span.to)) return false;
+  }
+  return true;
 }
 
 /**
  * Serialized list pages, reused while their owner's plants stay as they were
- * when the page was read (ChangeVersion): nothing changed, and nothing was
- * appended unless the page had a next page. Bounded by entries and by bytes;
- * the oldest entry goes first.
+ * when the page was read. Bounded by entries and by bytes; the least recently
+ * used entry goes first.
  */
 export class PageCache {
-  readonly #entries = new Map<string, PageEntry>();
-  #bytes = 0;
+  readonly #entries: LRUCache<string, PageEntry> | undefined;
 
-  constructor(
-    private readonly maxBytes: number,
-    private readonly maxEntries = 1000,
-  ) {}
+  constructor(maxBytes: number, maxEntries = 1000) {
+    this.#entries =
+      maxBytes > 0
+        ? new LRUCache({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (e) => Math.max(1, e.body.length) })
+        : undefined;
+  }
 
   get(key: string, version: ChangeVersion): PageEntry | undefined {
-    const hit = this.#entries.get(key);
-    return hit !== undefined &&
-      hit.changed === version.changed &&
-      (hit.appended === version.appended || hit.link !== undefined)
-      ? hit
-      : undefined;
+    const hit = this.#entries?.get(key);
+    return hit !== undefined && current(hit, version) ? hit : undefined;
   }
 
   set(key: string, entry: PageEntry): void {
-    this.#remove(key);
-    this.#entries.set(key, entry);
-    this.#bytes += entry.body.length;
-    while (this.#entries.size > this.maxEntries || this.#bytes > this.maxBytes) {
-      this.#remove(this.#entries.keys().next().value!);
-    }
-  }
-
-  #remove(key: string): void {
-    const old = this.#entries.get(key);
-    if (old === undefined) return;
-    this.#bytes -= old.body.length;
-    this.#entries.delete(key);
+    this.#entries?.set(key, entry);
   }
 }
 
 /** A list page as it goes out: the serialized body and the Link header, if more plants remain. */
 export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
+
+// Pages asked for by cursor are kept only when asked for a second time: a
+// client walking the whole list asks for each page once, and would otherwise
+// push out every page worth keeping, and keep the garbage collector busy
+// moving pages that will never be asked for again.
+const SEEN_ONCE = 4096;
 
 /**
  * GET /plants pages, read from the store or, when the store can tell that the
@@ -60,33 +63,34 @@ export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
  */
 export class ListPages {
   readonly #cache: PageCache;
+  readonly #seenOnce = new LRUCache<string, true>({ max: SEEN_ONCE });
   readonly #changeEpoch: ((owner: string) => ChangeVersion | undefined) | undefined;
 
   constructor(
-    private readonly plants: PlantStore,
+    private readonly plants: Pick<PlantStore, 'page' | 'changeEpoch'>,
     cacheBytes: number,
   ) {
     this.#cache = new PageCache(cacheBytes);
     this.#changeEpoch = cacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
   }
 
-  async page(
-    owner: string,
-    limit: number,
-    cursor: string | undefined,
-    serialize: (plants: PlantRecord[]) => string,
-  ): Promise<ListedPage> {
+  async page(owner: string, limit: number, cursor: string | undefined): Promise<ListedPage> {
     const version = this.#changeEpoch?.(owner);
     const key = version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
     const hit = key === undefined ? undefined : this.#cache.get(key, version!);
     if (hit !== undefined) return hit;
     // Read now: the store updates the version in place.
-    const changed = version?.changed ?? 0;
-    const appended = version?.appended ?? 0;
-    const page = await this.plants.list(owner, limit, cursor);
+    const read = version?.appended ?? 0;
+    const page = await this.plants.page(owner, limit, cursor);
     const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
-    const entry = { changed, appended, body: serialize(page.plants), link };
-    if (key !== undefined) this.#cache.set(key, entry);
+    const entry: PageEntry = { read, body: page.body, link, span: page.span };
+    if (key !== undefined && this.#admit(key, cursor)) this.#cache.set(key, entry);
     return entry;
+  }
+
+  #admit(key: string, cursor: string | undefined): boolean {
+    if (cursor === undefined || this.#seenOnce.delete(key)) return true;
+    this.#seenOnce.set(key, true);
+    return false;
   }
 }

@@ -21,22 +21,43 @@ export interface PlantPage {
   next?: string;
 }
 
+/** A list page as it goes out: the JSON array of its plants, as the 200 schema serializes them. */
+export interface JsonPage {
+  body: string;
+  /** Opaque position after the last plant of this page; absent on the last page. */
+  next?: string;
+  /** Where the page lies in the list, in the store's positions: after `from`, up to and including `to`. */
+  span?: { from: bigint; to: bigint };
+}
+
+/** A plant deleted through this process: the version it was deleted at, and its position in the list. */
+export interface Deletion {
+  readonly at: number;
+  readonly position: bigint;
+}
+
 /**
- * An owner's plants as of some moment, for list page reuse: a page read then
- * is still right while `changed` is the same and, unless the page had a next
- * page, `appended` too.
+ * An owner's plants as of some moment, for list page reuse. Versions only
+ * grow, and every change gets one never given before. A page read at version
+ * `v` (the owner's `appended` then) is still right while `changed` <= v,
+ * `appended` <= v unless the page had a next page, and no later deletion
+ * lies within its span.
  */
 export interface ChangeVersion {
-  /** Moves with anything that can change any page: a delete, an import, another connection's commit. */
+  /** Moves with anything that can change any page and is not in `deletions`: an import, another connection's commit. */
   readonly changed: number;
-  /** Moves with every create too. A create appends, so it changes only the last page of the list. */
+  /** Moves with every change. A create appends, so it changes only the last page of the list. */
   readonly appended: number;
+  /** The latest deletions, oldest first; older ones have moved `changed`. */
+  readonly deletions: readonly Deletion[];
 }
 
 export interface PlantStore {
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
   /** Plants of one owner in insertion order, after `cursor` (an opaque `next` from an earlier page). */
   list(owner: string, limit: number, cursor?: string): Promise<PlantPage>;
+  /** The same page as list(), as the JSON body a response sends. */
+  page(owner: string, limit: number, cursor?: string): Promise<JsonPage>;
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
   /**

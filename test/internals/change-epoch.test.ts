@@ -149,7 +149,7 @@ describe('SQLite change epoch', () => {
     assert.deepEqual(await settled(epoch, 'b'), b2, 'and a commit of its own moves only its owner');
   });
 
-  it('a create moves only appended; a delete moves changed too', async (t) => {
+  it('a create moves only appended; a delete is remembered with its position', async (t) => {
     const epoch = new ChangeEpoch(own);
     const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
     t.after(() => writer.close());
@@ -162,9 +162,15 @@ describe('SQLite change epoch', () => {
     assert.equal(afterCreate.changed, before.changed, 'a create appends: pages with a next page stay good');
     assert.notEqual(afterCreate.appended, before.appended, 'the last page may have grown');
 
-    assert.equal(await writer.run(remove('grows', added.id)), true);
+    const seq = await writer.run(remove('grows', added.id));
+    assert.equal(typeof seq, 'bigint');
     const afterDelete = await settled(epoch, 'grows');
-    assert.notEqual(afterDelete.changed, afterCreate.changed, 'a delete can change any page');
+    assert.equal(afterDelete.changed, afterCreate.changed, 'a delete changes only the pages that held the plant');
+    assert.ok(afterDelete.appended > afterCreate.appended);
+    assert.deepEqual(afterDelete.deletions.at(-1), { at: afterDelete.appended, position: seq });
+    for (let i = 0; i < 20; i++) epoch.deleted('grows', BigInt(i));
+    assert.ok(now(epoch, 'grows')!.changed > afterDelete.changed, 'deletions past the last few change any page');
+    assert.equal(now(epoch, 'grows')!.deletions.length, 16);
 
     epoch.bump('grows');
     assert.notEqual(now(epoch, 'grows')!.changed, afterDelete.changed, 'bump() (an import) changes any page');

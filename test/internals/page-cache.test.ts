@@ -1,33 +1,45 @@
-// List page reuse: a page is reused only while its owner's version is the one
-// it was read at (appends aside for a page with a next page), the cache stays
-// within its entry and byte bounds (oldest page first out), and GET /plants
-// pages come from a real SQLite store or, while nothing changed, from memory.
+// List page reuse: a page is reused only while its owner's plants did not
+// change since it was read (appends aside for a page with a next page, and
+// deletions outside it), the cache stays within its entry and byte bounds
+// (least recently used first out), a walk through the list by cursor does not
+// fill it, and GET /plants pages come from a real SQLite store or, while
+// nothing changed, from memory.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ListPages, PageCache, type PageEntry } from '../../src/routes/page-cache.js';
-import type { PlantRecord } from '../../src/store/store.js';
+import type { PlantStore } from '../../src/store/store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
 
-const page = (epoch: number, body: string, link?: string): PageEntry => ({
-  changed: epoch,
-  appended: epoch,
-  body,
-  link,
-});
+const page = (epoch: number, body: string, link?: string): PageEntry => ({ read: epoch, body, link });
 /** The version under which page(epoch, …) was read. */
-const v = (changed: number, appended = changed) => ({ changed, appended });
+const v = (changed: number, appended = changed) => ({ changed, appended, deletions: [] });
 
 describe('list page cache', () => {
-  it('returns a page only under the epoch it was stored at', () => {
+  it('returns a page only while nothing changed since it was read', () => {
     const cache = new PageCache(1024);
     const entry = page(7, '[{"name":"a"}]', '</plants?limit=1&cursor=x>; rel="next"');
     cache.set('alice\n1\n', entry);
     assert.deepEqual(cache.get('alice\n1\n', v(7)), entry);
     assert.equal(cache.get('alice\n1\n', v(8)), undefined);
     assert.equal(cache.get('alice\n2\n', v(7)), undefined);
+  });
+
+  it('keeps a page across later deletions outside its span only', () => {
+    const cache = new PageCache(1024);
+    const entry = { ...page(5, '[{"name":"a"}]', '<next>'), span: { from: 10n, to: 20n } };
+    cache.set('k', entry);
+    const deleted = (...positions: bigint[]) => ({
+      ...v(3, 9),
+      deletions: positions.map((position, i) => ({ at: 6 + i, position })),
+    });
+    assert.deepEqual(cache.get('k', deleted(10n, 21n, 500n)), entry, 'before it and after it');
+    assert.equal(cache.get('k', deleted(21n, 11n)), undefined, 'within it');
+    assert.equal(cache.get('k', deleted(20n)), undefined, 'its last plant');
+    const earlier = { ...v(3, 9), deletions: [{ at: 4, position: 15n }] };
+    assert.deepEqual(cache.get('k', earlier), entry, 'a deletion before the page was read is in it');
   });
 
   it('keeps a page with a next page across appends, and only the last page goes with them', () => {
@@ -48,10 +60,10 @@ describe('list page cache', () => {
     cache.set('k', page(2, 'abcdef'));
     // Counted once: 6 bytes, not 12, so it is still there.
     assert.deepEqual(cache.get('k', v(2)), page(2, 'abcdef'));
-    assert.equal(cache.get('k', v(1)), undefined);
+    assert.equal(cache.get('k', v(3)), undefined);
   });
 
-  it('stays within maxBytes, dropping the oldest pages first', () => {
+  it('stays within maxBytes, dropping the least recently used pages first', () => {
     const cache = new PageCache(10);
     cache.set('a', page(1, 'aaaa'));
     cache.set('b', page(1, 'bbbb'));
@@ -61,7 +73,7 @@ describe('list page cache', () => {
     assert.equal(cache.get('c', v(1))?.body, 'cccc');
   });
 
-  it('stays within maxEntries, dropping the oldest pages first', () => {
+  it('stays within maxEntries, dropping the least recently used pages first', () => {
     const cache = new PageCache(1024, 2);
     for (const key of ['a', 'b', 'c']) cache.set(key, page(1, key));
     assert.deepEqual(
@@ -101,13 +113,17 @@ describe('list pages on SQLite', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** ListPages over the store, counting the pages it had to read (serialize runs once per read). */
+  /** ListPages over the store, counting the pages it had to read from it. */
   function pages(cacheBytes: number) {
     let reads = 0;
-    const listPages = new ListPages(store.plants, cacheBytes);
-    const serialize = (plants: PlantRecord[]) => (reads++, JSON.stringify(plants));
+    const plants = store.plants;
+    const counted: Pick<PlantStore, 'page' | 'changeEpoch'> = {
+      page: (...args) => (reads++, plants.page(...args)),
+      changeEpoch: (owner) => plants.changeEpoch(owner),
+    };
+    const listPages = new ListPages(counted, cacheBytes);
     return {
-      page: (owner: string, limit: number, cursor?: string) => listPages.page(owner, limit, cursor, serialize),
+      page: (owner: string, limit: number, cursor?: string) => listPages.page(owner, limit, cursor),
       reads: () => reads,
     };
   }
@@ -190,6 +206,35 @@ describe('list pages on SQLite', () => {
     await known('appends');
     assert.equal((await p.page('appends', 2)).body, '[{"name":"p1"},{"name":"p3"}]');
     assert.equal(p.reads(), 4);
+  });
+
+  it("keeps the owner's first page across deletes of plants after it", async () => {
+    for (const id of [1n, 2n, 3n, 4n]) await store.plants.create('deletes', { id, name: `p${id}` });
+    await known('deletes');
+    const p = pages(1 << 20);
+    const first = await p.page('deletes', 2);
+    await store.plants.delete('deletes', 4n);
+    await store.plants.delete('deletes', 3n);
+    await known('deletes');
+    assert.deepEqual(await p.page('deletes', 2), first, 'the deleted plants were not on it');
+    assert.equal(p.reads(), 1);
+    await store.plants.delete('deletes', 1n);
+    await known('deletes');
+    assert.equal((await p.page('deletes', 2)).body, '[{"name":"p2"}]');
+    assert.equal(p.reads(), 2);
+  });
+
+  it('keeps a page asked for by cursor only when it is asked for again', async () => {
+    for (const id of [1n, 2n, 3n]) await store.plants.create('walk', { id, name: `p${id}` });
+    await known('walk');
+    const p = pages(1 << 20);
+    const cursor = /cursor=([^>]+)>/.exec((await p.page('walk', 1)).link!)![1]!;
+    await p.page('walk', 1, cursor);
+    await p.page('walk', 1, cursor);
+    assert.equal(p.reads(), 3, 'a walk reads every page once, and keeps none of them');
+    await p.page('walk', 1, cursor);
+    await p.page('walk', 1);
+    assert.equal(p.reads(), 3, 'asked for twice, the page is kept');
   });
 
   it('keeps even the last page across a replayed create and a delete of nothing', async () => {

@@ -1,48 +1,51 @@
 import type pg from 'pg';
-import type { PlantPage, PlantRecord } from '../store.js';
+import type { CursorCodec, Position } from '../cursor.js';
+import type { JsonPage } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
-import type { PgCursorCodec, Position } from './cursor.postgres.js';
 import { withClient } from './db-connect.postgres.js';
 
 interface PendingPage {
   owner: string;
   limit: number;
   after: Position | undefined;
-  resolve(page: PlantPage): void;
+  resolve(page: JsonPage): void;
   reject(error: unknown): void;
 }
 
 /**
- * One row per page: its ordinality in the batch, its plants as a JSON array
- * of {name, tag?}, and the position of its limit-th plant (the last one
+ * One row per page: its ordinality in the batch, its plants as the JSON body
+ * of the response, and the position of its limit-th plant (the last one
  * returned) when it has one more than asked for; every column as PostgreSQL's text.
  */
-type BatchRow = [n: string, plants: string | null, at: string | null, id: string | null];
+type BatchRow = [n: string, body: string, at: string | null, id: string | null];
 
 // The pages that are asked for together are read by one statement: one round
 // trip and one snapshot for all of them, each page an index range scan of
 // its owner's (created_at, id) after its position (a first page starts after
 // -infinity).
 //
-// Each page comes back as one JSON array, which JSON.parse turns into the
-// plants at a fraction of the driver's cost per row and per column. The
-// aggregates take the rows in the subquery's order: a plain aggregate over an
-// ordered subquery consumes it in order. created_at of the position comes
-// back as an exact integer of microseconds, which does not depend on the
-// session's DateStyle or TimeZone.
+// Each page comes back as the JSON array the response sends, written by
+// PostgreSQL as the 200 schema would (to_json escapes as JSON.stringify does),
+// so Node neither parses nor serializes it. One more plant than asked for is
+// read, to tell whether another page follows; it is left out of the body.
+// created_at of the position comes back as an exact integer of
+// microseconds, which does not depend on the session's DateStyle or TimeZone.
 const READ_BATCH = {
-  name: 'plants_read_batch',
-  text: `SELECT r.n, p.plants,
-      CASE WHEN p.count = r.lim THEN (extract(epoch FROM p.ats[r.lim - 1]) * 1000000)::int8 END,
-      CASE WHEN p.count = r.lim THEN p.ids[r.lim - 1] END
+  name: 'plants_read_batch_json',
+  text: `SELECT r.n, '[' || coalesce(p.body, '') || ']',
+      CASE WHEN p.count = r.lim THEN p.at END,
+      CASE WHEN p.count = r.lim THEN p.id END
     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) WITH ORDINALITY AS r(owner, at, id, lim, n)
     CROSS JOIN LATERAL (
       SELECT
-        json_agg(CASE WHEN q.tag IS NULL THEN json_build_object('name', q.name)
-                      ELSE json_build_object('name', q.name, 'tag', q.tag) END) AS plants,
-        count(*) AS count, array_agg(q.created_at) AS ats, array_agg(q.id) AS ids
+        string_agg('{"name":' || to_json(q.name)::text ||
+            CASE WHEN q.tag IS NULL THEN '' ELSE ',"tag":' || to_json(q.tag)::text END || '}', ','
+            ORDER BY q.k) FILTER (WHERE q.k < r.lim) AS body,
+        count(*) AS count,
+        min((extract(epoch FROM q.created_at) * 1000000)::int8) FILTER (WHERE q.k = r.lim - 1) AS at,
+        min(q.id) FILTER (WHERE q.k = r.lim - 1) AS id
       FROM (
-        SELECT name, tag, created_at, id FROM plants
+        SELECT name, tag, created_at, id, row_number() OVER (ORDER BY created_at, id) AS k FROM plants
         WHERE owner = r.owner
           AND (created_at, id) > (
             coalesce(timestamptz 'epoch' + r.at * interval '1 microsecond', '-infinity'),
@@ -74,7 +77,7 @@ export class PageReader {
   /** `cursors`: the codec that seals the position of a page's last plant into its `next` cursor. */
   constructor(
     private readonly pool: pg.Pool,
-    private readonly cursors: () => Promise<PgCursorCodec>,
+    private readonly cursors: () => Promise<CursorCodec>,
   ) {
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
@@ -89,7 +92,7 @@ export class PageReader {
    * in insertion order, with the cursor of the next page when more follow.
    * The page may be shared with other requests: read only.
    */
-  read(owner: string, limit: number, after?: Position): Promise<PlantPage> {
+  read(owner: string, limit: number, after?: Position): Promise<JsonPage> {
     return new Promise((resolve, reject) => this.#batcher.add({ owner, limit, after, resolve, reject }));
   }
 
@@ -126,21 +129,16 @@ export class PageReader {
       );
       // Pages without a next cursor are answered first: the others wait for
       // the cursor key, and only they fail if it cannot be read.
-      const followed: [pages: PendingPage[], plants: PlantRecord[], at: string, id: string][] = [];
-      for (const [n, json, at, id] of rows) {
+      const followed: [pages: PendingPage[], body: string, at: string, id: string][] = [];
+      for (const [n, body, at, id] of rows) {
         const pages = waiting[Number(n) - 1]!;
-        const limit = pages[0]!.limit;
-        // One more than asked for was read: it says that another page follows.
-        const plants = json === null ? [] : (JSON.parse(json) as PlantRecord[]);
-        if (plants.length > limit) {
-          plants.length = limit;
-          followed.push([pages, plants, at!, id!]);
-        } else for (const { resolve } of pages) resolve({ plants });
+        if (at !== null && id !== null) followed.push([pages, body, at, id]);
+        else for (const { resolve } of pages) resolve({ body });
       }
       if (followed.length === 0) return;
       const codec = await this.cursors();
-      for (const [pages, plants, at, id] of followed) {
-        const page = { plants, next: codec.encode(pages[0]!.owner, { at: BigInt(at), id: BigInt(id) }) };
+      for (const [pages, body, at, id] of followed) {
+        const page = { body, next: codec.encode(pages[0]!.owner, { at: BigInt(at), id: BigInt(id) }) };
         for (const { resolve } of pages) resolve(page);
       }
     } catch (error) {

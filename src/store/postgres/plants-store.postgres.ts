@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { CreateOutcome, NewPlantRecord, PlantPage, PlantStore } from '../store.js';
-import { PgCursorCodec } from './cursor.postgres.js';
+import { CursorCodec } from '../cursor.js';
+import type { CreateOutcome, JsonPage, NewPlantRecord, PlantPage, PlantRecord, PlantStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
@@ -53,7 +53,7 @@ const CURSOR_KEY = {
 } as const;
 
 export class PostgresPlantStore implements PlantStore {
-  #codec: Promise<PgCursorCodec> | undefined;
+  #codec: Promise<CursorCodec> | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
 
@@ -63,12 +63,12 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   /** The cursor codec, its key read from the database once (again after a failure). */
-  #cursors(): Promise<PgCursorCodec> {
+  #cursors(): Promise<CursorCodec> {
     if (this.#codec === undefined) {
       const loading = withClient(this.pool, (client) => client.query<{ value: Buffer }>(CURSOR_KEY)).then(
         ({ rows }) => {
           if (rows[0] === undefined) throw new Error('the secrets table has no cursor_key: run plant-store migrate');
-          return new PgCursorCodec(rows[0].value);
+          return new CursorCodec(rows[0].value);
         },
       );
       this.#codec = loading;
@@ -110,6 +110,12 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
+    const { body, next } = await this.page(owner, limit, cursor);
+    const plants = JSON.parse(body) as PlantRecord[];
+    return next === undefined ? { plants } : { plants, next };
+  }
+
+  async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {
     const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
     return this.#pages.read(owner, limit, after);
   }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { ChangeVersion } from '../store.js';
+import type { ChangeVersion, Deletion } from '../store.js';
 
 /** What ChangeEpoch needs from the writer thread. */
 export interface WriterProbe {
@@ -17,12 +17,16 @@ export interface WriterProbe {
 // Past this many owners with their own version, all of them start over
 // from one shared version, so memory stays bounded.
 const MAX_OWNERS = 10_000;
+// Deletions remembered per owner; an older one moves the owner's `changed`.
+const MAX_DELETIONS = 16;
 
 /** A committed write of the writer thread, as ChangeEpoch needs it. */
 export interface WrittenOwner {
   owner: string;
   /** A create (only appends), rather than a delete. */
   appended: boolean;
+  /** A delete: the seq of the plant it deleted. */
+  deleted?: bigint | undefined;
 }
 
 /**
@@ -34,8 +38,9 @@ export interface WrittenOwner {
  * A create only appends: a new plant's seq (its rowid) is above every row
  * of the table, so it cannot enter a page that already had a next page. It
  * moves only the owner's `appended` version, and a page that ended before
- * the end of the list stays good (page-cache.ts). Everything else (a delete,
- * an import, another connection's commit) moves `changed`.
+ * the end of the list stays good (page-cache.ts). A delete through this
+ * process is remembered with the plant's seq, so only pages that held it go.
+ * Everything else (an import, another connection's commit) moves `changed`.
  *
  * SQLite reports commits by other connections through PRAGMA data_version,
  * read at most once per turn of the event loop (a client that saw another
@@ -49,8 +54,8 @@ export class ChangeEpoch {
   // Every version comes from this counter, so a change always gives a version
   // never handed out before.
   #counter = 0;
-  #all: ChangeVersion = { changed: 0, appended: 0 };
-  readonly #owners = new Map<string, { changed: number; appended: number }>();
+  #all: ChangeVersion = { changed: 0, appended: 0, deletions: [] };
+  readonly #owners = new Map<string, { changed: number; appended: number; deletions: Deletion[] }>();
   readonly #read: Database.Statement;
   #dataVersion: unknown;
   #fresh = false;
@@ -74,20 +79,37 @@ export class ChangeEpoch {
 
   /** This owner's plants may have changed through this process; `appended`: only by creates. */
   bump(owner: string, appended = false): void {
+    const version = this.#owner(owner);
+    version.appended = ++this.#counter;
+    if (!appended) version.changed = this.#counter;
+  }
+
+  /** This process deleted the owner's plant at `seq`. */
+  deleted(owner: string, seq: bigint): void {
+    const version = this.#owner(owner);
+    version.appended = ++this.#counter;
+    if (version.deletions.push({ at: this.#counter, position: seq }) > MAX_DELETIONS) {
+      version.changed = version.deletions.shift()!.at;
+    }
+  }
+
+  #owner(owner: string) {
     let version = this.#owners.get(owner);
     if (version === undefined) {
       if (this.#owners.size >= MAX_OWNERS) this.#bumpAll();
-      version = { ...this.#all };
+      version = { changed: this.#all.changed, appended: this.#all.appended, deletions: [] };
       this.#owners.set(owner, version);
     }
-    version.appended = ++this.#counter;
-    if (!appended) version.changed = this.#counter;
+    return version;
   }
 
   /** A batch of the writer thread committed; `foreign`: another connection committed since its last report. */
   committed(written: readonly WrittenOwner[], foreign: boolean): void {
     if (foreign) this.#bumpAll();
-    for (const w of written) this.bump(w.owner, w.appended);
+    for (const w of written) {
+      if (w.deleted === undefined) this.bump(w.owner, w.appended);
+      else this.deleted(w.owner, w.deleted);
+    }
     this.#ours = true;
     // While lists are served, read data_version now, before the next batch
     // is sent: the change is this commit, perhaps with another connection's,
@@ -128,7 +150,7 @@ export class ChangeEpoch {
 
   #bumpAll(): void {
     const version = ++this.#counter;
-    this.#all = { changed: version, appended: version };
+    this.#all = { changed: version, appended: version, deletions: [] };
     this.#owners.clear();
   }
 }

@@ -9,10 +9,10 @@ export type PlantOp =
 /** Everything the writer thread runs: plant writes, and the outbox's claims and settlements. */
 export type WriteOp = PlantOp | OutboxOp;
 
-/** What each kind of write answers: a create its outcome, a delete whether a plant was there. */
+/** What each kind of write answers: a create its outcome, a delete the seq of the plant it deleted, if one was there. */
 export interface WriteResults extends OutboxResults {
   create: CreateOutcome;
-  delete: boolean;
+  delete: bigint | undefined;
 }
 export type WriteResult = WriteResults[WriteOp['kind']];
 
@@ -36,18 +36,21 @@ export const INSERT_PLANT =
  * transaction. A write that changed a plant also records its webhook events,
  * in the same transaction. Call newBatch() before each transaction.
  */
-export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutcome | boolean) & {
+export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutcome | bigint | undefined) & {
   newBatch(): void;
 } {
   const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
   const find = db.prepare<[string, bigint], PlantRow>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
-  const remove = db.prepare<[string, bigint]>('DELETE FROM plants WHERE owner = ? AND id = ?');
+  const remove = db
+    .prepare<[string, bigint], bigint>('DELETE FROM plants WHERE owner = ? AND id = ? RETURNING seq')
+    .pluck()
+    .safeIntegers(true);
   const events = eventRecorder(db);
-  const write = (op: PlantOp): CreateOutcome | boolean => {
+  const write = (op: PlantOp): CreateOutcome | bigint | undefined => {
     if (op.kind === 'delete') {
-      if (remove.run(op.owner, op.id).changes !== 1) return false;
-      events.record('plant.deleted', op.owner, op.id, null, null);
-      return true;
+      const seq = remove.get(op.owner, op.id);
+      if (seq !== undefined) events.record('plant.deleted', op.owner, op.id, null, null);
+      return seq;
     }
     if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) {
       events.record('plant.created', op.owner, op.id, op.name, op.tag);

@@ -1,11 +1,11 @@
-import { createCipheriv, createDecipheriv, createHash, type Cipher, type Decipher } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { dbQueryDuration, metricsOn } from '../../metrics/metrics.js';
+import { CursorCodec } from '../cursor.js';
 import {
-  InvalidCursorError,
   StoreUnavailableError,
   type ChangeVersion,
   type CreateOutcome,
+  type JsonPage,
   type NewPlantRecord,
   type PlantPage,
   type PlantRecord,
@@ -15,59 +15,27 @@ import type { ChangeEpoch } from './change-epoch.js';
 import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 
-/** A row of the plants table as list pages read it (raw mode: an array). */
-type PageRow = [seq: bigint, name: string, tag: string | null];
+/** A page as one row: its plants as a JSON array, the seq of its last plant, and whether more follow. */
+type PageRow = [body: string, last: bigint | null, more: bigint];
 
 const queryTime = dbQueryDuration.series('sqlite');
 
-/**
- * A cursor is one AES block: the row position and 8 bytes derived from the
- * owner, encrypted with the store's key. It reveals nothing (not even the
- * global row number) and works only for the owner it was issued to.
- */
-class CursorCodec {
-  // ECB has no chaining, so one long-lived cipher (no padding, never
-  // finalised) encrypts any number of single blocks; a new cipher per
-  // cursor costs about as much as the whole list query.
-  readonly #encrypt: Cipher;
-  readonly #decrypt: Decipher;
-  readonly #tags = new Map<string, Buffer>();
-
-  constructor(key: Buffer) {
-    this.#encrypt = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
-    this.#decrypt = createDecipheriv('aes-128-ecb', key, null).setAutoPadding(false);
-  }
-
-  #ownerTag(owner: string): Buffer {
-    let tag = this.#tags.get(owner);
-    if (tag === undefined) {
-      tag = createHash('sha256').update(owner).digest().subarray(0, 8);
-      if (this.#tags.size >= 10_000) this.#tags.clear();
-      this.#tags.set(owner, tag);
-    }
-    return tag;
-  }
-
-  encode(owner: string, seq: bigint): string {
-    const block = Buffer.allocUnsafe(16);
-    block.writeBigInt64BE(seq, 0);
-    this.#ownerTag(owner).copy(block, 8);
-    return this.#encrypt.update(block).toString('base64url');
-  }
-
-  decode(owner: string, cursor: string): bigint {
-    const sealed = Buffer.from(cursor, 'base64url');
-    if (sealed.length !== 16 || sealed.toString('base64url') !== cursor) throw new InvalidCursorError();
-    const block = this.#decrypt.update(sealed);
-    const seq = block.readBigInt64BE(0);
-    if (seq < 1n || !block.subarray(8).equals(this.#ownerTag(owner))) throw new InvalidCursorError();
-    return seq;
-  }
-}
+// SQLite writes each page as the JSON the 200 schema would: no object per
+// row, and no serialization in JavaScript. json_quote escapes as
+// JSON.stringify does. A full page asks whether one more plant follows.
+const PAGE = `SELECT p.body, p.last, p.n = @limit AND EXISTS (SELECT 1 FROM plants WHERE owner = @owner AND seq > p.last)
+  FROM (
+    SELECT '[' || coalesce(group_concat(q.plant, ',' ORDER BY q.seq), '') || ']' AS body, max(q.seq) AS last, count(*) AS n
+    FROM (
+      SELECT seq, '{"name":' || json_quote(name) ||
+        CASE WHEN tag IS NULL THEN '' ELSE ',"tag":' || json_quote(tag) END || '}' AS plant
+      FROM plants WHERE owner = @owner AND seq > @after ORDER BY seq LIMIT @limit
+    ) q
+  ) p`;
 
 export class SqlitePlantStore implements PlantStore {
   readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
-  readonly #page: Database.Statement<[string, bigint, number]>;
+  readonly #page: Database.Statement<[{ owner: string; after: bigint; limit: number }]>;
   readonly #cursors: CursorCodec;
 
   /** Reads use `db`; writes go to the writer thread, which has a connection of its own. */
@@ -77,10 +45,7 @@ export class SqlitePlantStore implements PlantStore {
     private readonly changes: ChangeEpoch,
   ) {
     this.#insert = db.prepare(INSERT_PLANT);
-    this.#page = db
-      .prepare('SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?')
-      .raw(true)
-      .safeIntegers(true);
+    this.#page = db.prepare(PAGE).raw(true).safeIntegers(true);
     const key = db.prepare<[], { value: Buffer }>("SELECT value FROM secrets WHERE name = 'cursor_key'").get();
     this.#cursors = new CursorCodec(key!.value);
   }
@@ -102,25 +67,25 @@ export class SqlitePlantStore implements PlantStore {
   }
 
   async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    this.#ensureOpen();
-    this.writer.poll();
-    const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor);
-    const started = metricsOn ? performance.now() : 0;
-    const rows = this.#page.all(owner, after, limit + 1) as PageRow[];
-    if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
-    const more = rows.length > limit;
-    const n = more ? limit : rows.length;
-    const plants: PlantRecord[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const [, name, tag] = rows[i]!;
-      plants[i] = tag === null ? { name } : { name, tag };
-    }
-    return more ? { plants, next: this.#cursors.encode(owner, rows[n - 1]![0]) } : { plants };
+    const { body, next } = await this.page(owner, limit, cursor);
+    const plants = JSON.parse(body) as PlantRecord[];
+    return next === undefined ? { plants } : { plants, next };
   }
 
-  delete(owner: string, id: bigint): Promise<boolean> {
+  async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {
     this.#ensureOpen();
-    return this.writer.run({ kind: 'delete', owner, id });
+    this.writer.poll();
+    const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor).at;
+    const started = metricsOn ? performance.now() : 0;
+    const [body, last, more] = this.#page.get({ owner, after, limit }) as PageRow;
+    if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
+    const span = { from: after, to: last ?? after };
+    return more ? { body, next: this.#cursors.encode(owner, { at: last!, id: 0n }), span } : { body, span };
+  }
+
+  async delete(owner: string, id: bigint): Promise<boolean> {
+    this.#ensureOpen();
+    return (await this.writer.run({ kind: 'delete', owner, id })) !== undefined;
   }
 
   changeEpoch(owner: string): ChangeVersion | undefined {

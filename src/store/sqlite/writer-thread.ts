@@ -251,7 +251,8 @@ export class WriterThread implements WriterProbe {
         const o = outcomes[i];
         if (!o?.ok) return [];
         if (p.op.kind === 'create' && o.value === 'created') return [{ owner: p.op.owner, appended: true }];
-        if (p.op.kind === 'delete' && o.value === true) return [{ owner: p.op.owner, appended: false }];
+        if (p.op.kind === 'delete' && typeof o.value === 'bigint')
+          return [{ owner: p.op.owner, appended: false, deleted: o.value }];
         return [];
       }),
       foreign,

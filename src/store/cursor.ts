@@ -1,7 +1,19 @@
-import { createCipheriv, createDecipheriv, createHmac, timingSafeEqual, type Cipher, type Decipher } from 'node:crypto';
-import { InvalidCursorError } from '../store.js';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hkdfSync,
+  timingSafeEqual,
+  type Cipher,
+  type Decipher,
+} from 'node:crypto';
+import { InvalidCursorError } from './store.js';
 
-/** A position in an owner's list: created_at in microseconds since 1970 (UTC), then the id. */
+/**
+ * A position in an owner's list, as two integers the store orders by: on
+ * SQLite the row's seq (and 0), on PostgreSQL created_at in microseconds since
+ * 1970 (UTC) and the id.
+ */
 export interface Position {
   at: bigint;
   id: bigint;
@@ -11,23 +23,23 @@ const BLOCK = 16;
 const MAC = 16;
 
 /**
- * A cursor is the position (created_at in microseconds since 1970, and the
- * id: one AES block) encrypted with the database's key, followed by an
- * HMAC-SHA-256 of that block and the owner. It reveals nothing (not the id,
- * not the time), cannot be forged or altered, and works only for the owner it
- * was issued to, on every instance that shares the database (the key lives
- * in it, see migrations.postgres.ts).
+ * The one list cursor format of every store: the position (one AES block)
+ * encrypted with the store's key, followed by an HMAC-SHA-256 of that block
+ * and the owner. It reveals nothing (not the id, the time or the row
+ * number), cannot be forged or altered, and works only for the owner it was
+ * issued to, on every process that shares the store (the key lives in it).
  */
-export class PgCursorCodec {
+export class CursorCodec {
   // ECB has no chaining, so one long-lived cipher (no padding, never
-  // finalised) encrypts any number of single blocks.
+  // finalised) encrypts any number of single blocks; a new cipher per cursor
+  // costs about as much as a whole page read.
   readonly #encrypt: Cipher;
   readonly #decrypt: Decipher;
   readonly #macKey: Buffer;
 
-  /** `key`: 32 bytes; the first half encrypts, the second authenticates. */
-  constructor(key: Buffer) {
-    if (key.length !== 32) throw new Error(`the cursor key must be 32 bytes, not ${key.length}`);
+  /** `secret`: the store's cursor key; 32 bytes are used as they are (half encrypts, half authenticates), others are expanded. */
+  constructor(secret: Buffer) {
+    const key = secret.length === 32 ? secret : Buffer.from(hkdfSync('sha256', secret, '', 'plant-store cursor', 32));
     this.#encrypt = createCipheriv('aes-128-ecb', key.subarray(0, 16), null).setAutoPadding(false);
     this.#decrypt = createDecipheriv('aes-128-ecb', key.subarray(0, 16), null).setAutoPadding(false);
     this.#macKey = key.subarray(16);
@@ -45,6 +57,7 @@ export class PgCursorCodec {
     return Buffer.concat([block, this.#mac(block, owner)]).toString('base64url');
   }
 
+  /** The position sealed in `cursor`; InvalidCursorError unless this codec issued it to `owner`. */
   decode(owner: string, cursor: string): Position {
     const sealed = Buffer.from(cursor, 'base64url');
     if (sealed.length !== BLOCK + MAC || sealed.toString('base64url') !== cursor) throw new InvalidCursorError();
