@@ -194,6 +194,18 @@ export const SETTINGS = {
     kind: 'int',
     help: 'time limit of one webhook delivery attempt in milliseconds',
   },
+  'webhooks-max-endpoints': {
+    env: 'PLANTS_WEBHOOKS_MAX_ENDPOINTS',
+    default: '20',
+    kind: 'int',
+    help: 'most webhook endpoints one owner may have (webhook add refuses more)',
+  },
+  'webhooks-max-pending': {
+    env: 'PLANTS_WEBHOOKS_MAX_PENDING',
+    default: '10000',
+    kind: 'int',
+    help: 'most events waiting for one webhook endpoint; past it the endpoint is disabled (webhook list says why)',
+  },
 } as const satisfies Record<
   string,
   {
@@ -263,6 +275,8 @@ const ConfigSchema = Type.Object({
   /** Unset (or empty): the default place, see webhookKeyPath. */
   webhookKeyFile: Type.Optional(Type.String()),
   webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 120_000 }),
+  webhooksMaxEndpoints: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  webhooksMaxPending: Type.Integer({ minimum: 1, maximum: 100_000_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 

@@ -38,7 +38,7 @@ export const webhookAdd: Command = {
   usage: 'webhook add --owner NAME --url URL [--events TYPES] [--db PATH_OR_URL] [--webhook-key-file PATH]',
   summary:
     'Registers a webhook endpoint: each plant the owner creates or deletes is POSTed to URL as a signed Standard Webhooks event. Only the signing secret goes to stdout (its last line), so SECRET=$(plant-store webhook add ...) works; details and warnings go to stderr. The secret is shown this once; it is stored encrypted with the webhook key, a file created on first use.',
-  settings: ['db', 'pg-pooler', 'webhook-key-file'],
+  settings: ['db', 'pg-pooler', 'webhook-key-file', 'webhooks-max-endpoints'],
   flags: {
     owner: { type: 'string', help: 'owner whose plant events go to the URL (required)' },
     url: { type: 'string', help: 'http:// or https:// URL that receives the events (required)' },
@@ -64,6 +64,7 @@ export const webhookAdd: Command = {
       await store.webhooks.add(
         { id, owner, url: url.href, events, createdAt: new Date(), keyId: box.keyId },
         box.seal(secret.key, id),
+        { maxPerOwner: config.webhooksMaxEndpoints },
       );
       if (created) {
         ctx.stderr.write(
