@@ -1,31 +1,56 @@
-import { createInterface } from 'node:readline';
-import { DumpError, readDump } from '../backup/dump.js';
+import { DumpError, MAX_LINE_BYTES, readDump } from '../backup/dump.js';
+import { LineTooLongError, boundedLines } from '../backup/line-reader.js';
 import { loadConfig } from '../config.js';
 import { openCommandStore } from './store.js';
 import { UsageError, settingFlags, type Command } from './args.js';
 
+// Owners named in the token report; the rest are counted.
+const OWNERS_SHOWN = 20;
+
 export const importCommand: Command = {
   name: 'import',
-  usage: 'import [--db PATH_OR_URL] < dump.ndjson',
+  usage: 'import [--plants-only] [--db PATH_OR_URL] < dump.ndjson',
   summary:
-    'Reads JSON lines written by plant-store export from stdin into a store. Tokens keep working; plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
+    'Reads JSON lines written by plant-store export from stdin into a store. Every record is checked as the API checks it. Tokens are imported too, so they keep working (the report says how many, for which owners); --plants-only leaves them out. Plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
   settings: ['db', 'pg-pooler'],
+  flags: {
+    'plants-only': { type: 'boolean', help: "import only the plants, not the dump's tokens" },
+  },
   async run(ctx, values) {
+    const plantsOnly = values['plants-only'] === true;
     const store = await openCommandStore(loadConfig(settingFlags(this, values), ctx.env, {}, this.settings));
     try {
       let reported = Date.now();
-      const lines = createInterface({ input: ctx.stdin, crlfDelay: Infinity });
-      const done = await readDump(store, lines, (p) => {
-        if (Date.now() - reported < 1000) return;
-        reported = Date.now();
-        ctx.stderr.write(`import: ${p.read} records read so far\n`);
-      });
+      const lines = boundedLines(ctx.stdin, MAX_LINE_BYTES);
+      const done = await readDump(
+        store,
+        lines,
+        (p) => {
+          if (Date.now() - reported < 1000) return;
+          reported = Date.now();
+          ctx.stderr.write(`import: ${p.read} records read so far\n`);
+        },
+        { plantsOnly },
+      );
       ctx.stderr.write(
         `import: ${done.read} records read; ${done.tokens} tokens and ${done.plants} plants were new and are stored\n`,
       );
+      if (done.tokens > 0) {
+        const owners = [...done.tokenOwners].map(([owner, n]) => `${owner} (${n})`);
+        const shown = owners.slice(0, OWNERS_SHOWN).join(', ');
+        const more = owners.length > OWNERS_SHOWN ? ` and ${owners.length - OWNERS_SHOWN} more owners` : '';
+        ctx.stderr.write(
+          `import: the ${done.tokens} new tokens work here now, for ${owners.length} owners: ${shown}${more}; ` +
+            'use --plants-only to import plants without tokens\n',
+        );
+      }
+      if (done.tokensSkipped > 0) ctx.stderr.write(`import: ${done.tokensSkipped} tokens left out (--plants-only)\n`);
       return 0;
     } catch (error) {
       if (error instanceof DumpError) throw new UsageError(`stdin is not a plant-store export: ${error.message}`);
+      if (error instanceof LineTooLongError) {
+        throw new UsageError(`stdin is not a plant-store export: ${error.message}; no record is that long`);
+      }
       throw error;
     } finally {
       await store.close();
