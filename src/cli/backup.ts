@@ -27,7 +27,9 @@ export const backup: Command = {
         `backup: ${(written / MiB).toFixed(1)} MiB written (store is ${(total / MiB).toFixed(1)} MiB)\n`,
       ),
     );
-    ctx.stderr.write(`backup: ${out} written in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    ctx.stderr.write(
+      `backup: ${out} and its checksum ${out}.sha256 written in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+    );
     return 0;
   },
 };
