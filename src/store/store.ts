@@ -130,6 +130,14 @@ export class TooManyEndpointsError extends Error {
   }
 }
 
+/** Why an endpoint was disabled for falling behind (both stores write it; `webhook list` shows it). */
+export function tooManyPendingReason(maxPending: number, at: Date): string {
+  return (
+    `more than ${maxPending} events waited for delivery (--webhooks-max-pending) at ${at.toISOString()}; ` +
+    'they were dropped'
+  );
+}
+
 export interface WebhookStore {
   /**
    * Throws TooManyEndpointsError when the owner has `maxPerOwner` active

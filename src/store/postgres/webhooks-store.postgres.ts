@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import {
   TooManyEndpointsError,
+  tooManyPendingReason,
   type ClaimEnd,
   type ClaimOptions,
   type ClaimedDelivery,
@@ -240,11 +241,7 @@ export class PostgresOutboxStore implements OutboxStore {
       client.query<{ id: string }>({ ...FAN_OUT, values: [o.maxPending] }),
     );
     for (const { id } of overfull.rows) {
-      await this.disableEndpoint(
-        id,
-        `more than ${o.maxPending} events waited for delivery (--webhooks-max-pending) at ${new Date().toISOString()}; ` +
-          'they were dropped',
-      );
+      await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
     }
     const claim = randomBytes(12).toString('base64url');
     const owners = [...o.busyOwners.keys()];

@@ -1,5 +1,11 @@
 import type Database from 'better-sqlite3';
-import type { ClaimEnd, ClaimOptions, DeliverySettlement, WebhookEventType } from '../store.js';
+import {
+  tooManyPendingReason,
+  type ClaimEnd,
+  type ClaimOptions,
+  type DeliverySettlement,
+  type WebhookEventType,
+} from '../store.js';
 
 /**
  * Outbox writes run on the writer thread like the plant writes: a claim or a
@@ -198,12 +204,7 @@ export function outboxWriter(db: Database.Database) {
     }
     forget.run(events[events.length - 1]!.seq);
     for (const id of overfull.all(maxPending)) {
-      disableEndpoint(
-        id,
-        `more than ${maxPending} events waited for delivery (--webhooks-max-pending) at ${new Date(now).toISOString()}; ` +
-          'they were dropped',
-        now,
-      );
+      disableEndpoint(id, tooManyPendingReason(maxPending, new Date(now)), now);
     }
   };
 
