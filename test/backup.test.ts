@@ -215,7 +215,7 @@ describeEachStore('export and import, from SQLite', (fx) => {
     writeFileSync(bad, '{"type":"plant-store-export","version":1}\n{"type":"plant","owner":"x","id":1.5,"name":"n"}\n');
     const r = await runCliWithInput(['import', '--db', fx.db], bad);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /line 2: id must be an int64/);
+    assert.match(r.stderr, /line 2: id must be an integer between/);
     const none = file('none.ndjson');
     writeFileSync(none, 'hello\n');
     const r2 = await runCliWithInput(['import', '--db', fx.db], none);

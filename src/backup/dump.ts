@@ -1,8 +1,11 @@
 // The export format: newline-delimited JSON, one record per line, readable by
 // any store. Ids are written as exact JSON integers (JSON.stringify cannot
 // write a bigint) and read back as bigints.
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { parse } from 'lossless-json';
-import { INT64_MAX, INT64_MIN, parseJsonNumber } from '../schemas/int64.js';
+import { parseJsonNumber } from '../schemas/int64.js';
+import { OWNER_SHAPE } from '../auth/tokens.js';
+import { NewPlant } from '../schemas/plant.js';
 import { SCOPES, type Scope, type Store, type TokenDump } from '../store/store.js';
 
 export const DUMP_FORMAT = 'plant-store-export';
@@ -10,6 +13,23 @@ export const DUMP_VERSION = 1;
 
 // Plants of one owner that import hands to the store at a time.
 const PLANT_BATCH = 5000;
+/**
+ * The longest line import reads. The longest valid record (a plant with a
+ * 128-character owner and 256-character name and tag, every character
+ * escaped) is under 4 KiB; anything much longer is not an export.
+ */
+export const MAX_LINE_BYTES = 64 * 1024;
+
+// Records are checked with the API's own schema and owner rule: import stores
+// nothing a request could not have stored.
+const newPlant = TypeCompiler.Compile(NewPlant);
+const TOKEN_ID = /^[A-Za-z0-9_.-]{1,128}$/;
+const OWNER_MESSAGE =
+  'owner must be 1 to 128 characters of letters, digits, ".", "_", "@", "|" or "-", starting with a letter or digit';
+
+function checkOwner(owner: unknown): asserts owner is string {
+  if (!isString(owner) || !OWNER_SHAPE.test(owner)) throw new DumpError(OWNER_MESSAGE);
+}
 
 export interface Progress {
   tokens: number;
@@ -74,17 +94,28 @@ function parseLine(text: string): Line {
   if (v.type === DUMP_FORMAT) return { type: DUMP_FORMAT, version: Number(v.version) };
   if (v.type === 'plant') {
     const { owner, id, name, tag } = v;
-    if (!isString(owner) || !isString(name) || (tag !== undefined && !isString(tag))) {
-      throw new DumpError('a plant needs a string owner and name, and a string tag if any');
+    checkOwner(owner);
+    const plant = tag === undefined ? { id, name } : { id, name, tag };
+    if (!newPlant.Check(plant)) {
+      const error = newPlant.Errors(plant).First();
+      const message = error?.schema['x-error-message'] as string | undefined;
+      throw new DumpError(message ?? `${error?.path ?? 'plant'}: ${error?.message ?? 'not a plant'}`);
     }
-    if (typeof id !== 'bigint' || id < INT64_MIN || id > INT64_MAX) throw new DumpError('id must be an int64');
-    return tag === undefined ? { type: 'plant', owner, id, name } : { type: 'plant', owner, id, name, tag };
+    return { type: 'plant', owner, ...plant };
   }
   if (v.type === 'token') {
     const { id, owner, scopes, hash } = v;
-    if (!isString(id) || !isString(owner) || !isString(hash)) throw new DumpError('a token needs id, owner and hash');
-    if (!Array.isArray(scopes) || !scopes.every((s) => SCOPES.includes(s as Scope))) {
-      throw new DumpError(`scopes must be a list of ${SCOPES.join(', ')}`);
+    if (!isString(id) || !TOKEN_ID.test(id))
+      throw new DumpError('a token id must be 1 to 128 letters, digits, ".", "_" or "-"');
+    checkOwner(owner);
+    if (!isString(hash)) throw new DumpError('a token needs a hash');
+    if (
+      !Array.isArray(scopes) ||
+      scopes.length === 0 ||
+      new Set(scopes).size !== scopes.length ||
+      !scopes.every((s) => SCOPES.includes(s as Scope))
+    ) {
+      throw new DumpError(`scopes must be a non-empty list of distinct ${SCOPES.join(', ')}`);
     }
     const digest = Buffer.from(hash, 'base64');
     if (digest.length !== 32) throw new DumpError('hash must be a base64 SHA-256 digest');
@@ -105,6 +136,15 @@ function parseLine(text: string): Line {
 export interface ImportResult extends Progress {
   /** Records read (tokens and plants), whether new or already present. */
   read: number;
+  /** The tokens stored, by owner (new ones only). */
+  tokenOwners: Map<string, number>;
+  /** Token records left out (plantsOnly). */
+  tokensSkipped: number;
+}
+
+export interface ImportOptions {
+  /** Leave the dump's tokens out and store only its plants. */
+  plantsOnly?: boolean;
 }
 
 /**
@@ -118,14 +158,27 @@ export async function readDump(
   store: Store,
   lines: AsyncIterable<string>,
   onProgress: (p: ImportResult) => void = () => {},
+  { plantsOnly = false }: ImportOptions = {},
 ): Promise<ImportResult> {
-  const result: ImportResult = { tokens: 0, plants: 0, read: 0 };
+  const result: ImportResult = { tokens: 0, plants: 0, read: 0, tokenOwners: new Map(), tokensSkipped: 0 };
   let tokens: TokenDump[] = [];
   let owner = '';
   let plants: { id: bigint; name: string; tag?: string }[] = [];
   const flushTokens = async () => {
-    if (tokens.length > 0) result.tokens += await store.transfer.importTokens(tokens);
+    // One owner at a time, so that the report can say whose tokens were new.
+    const byOwner = new Map<string, TokenDump[]>();
+    for (const t of tokens) {
+      const list = byOwner.get(t.owner);
+      if (list) list.push(t);
+      else byOwner.set(t.owner, [t]);
+    }
     tokens = [];
+    for (const [tokenOwner, theirs] of byOwner) {
+      const stored = await store.transfer.importTokens(theirs);
+      if (stored === 0) continue;
+      result.tokens += stored;
+      result.tokenOwners.set(tokenOwner, (result.tokenOwners.get(tokenOwner) ?? 0) + stored);
+    }
   };
   const flushPlants = async () => {
     if (plants.length > 0) result.plants += await store.plants.insertMany(owner, plants);
@@ -156,6 +209,10 @@ export async function readDump(
     }
     result.read++;
     if (line.type === 'token') {
+      if (plantsOnly) {
+        result.tokensSkipped++;
+        continue;
+      }
       const { type: _, ...token } = line;
       tokens.push(token);
       if (tokens.length >= 1000) await flushTokens();

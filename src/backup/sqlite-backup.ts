@@ -1,7 +1,29 @@
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { PRIVATE_FILE, PRIVATE_FOLDER } from '../store/sqlite/db-connect.sqlite.js';
+import {
+  SQLITE_MIGRATIONS,
+  expectedSchema,
+  schemaObjects,
+  type SchemaObject,
+} from '../store/sqlite/schema-shape.sqlite.js';
 
 export class BackupError extends Error {
   override name = 'BackupError';
@@ -38,6 +60,8 @@ export async function backupSqlite(
   if (existsSync(to)) throw new BackupError(`${to} exists already; choose a new file for the backup`);
   const partial = `${to}.partial`;
   rmSync(partial, { force: true });
+  // A backup holds what the store holds: created 0600 (VACUUM INTO fills an empty file).
+  closeSync(openSync(partial, 'wx', PRIVATE_FILE));
   const total = storeBytes(from);
   const worker = new Worker(new URL('./vacuum-into.worker.js', import.meta.url), {
     workerData: { from, to: partial },
@@ -59,13 +83,86 @@ export async function backupSqlite(
   }
   onProgress(statSync(partial).size, total);
   fsyncPath(partial);
+  // The checksum first: a backup file never stands without its checksum.
+  const sum = `${to}${CHECKSUM_SUFFIX}`;
+  writeFileSync(`${sum}.partial`, `${await sha256(partial)}  ${basename(to)}\n`, { mode: PRIVATE_FILE });
+  fsyncPath(`${sum}.partial`);
+  renameSync(`${sum}.partial`, sum);
   renameSync(partial, to);
   fsyncPath(dirname(to));
 }
 
+/** Next to each backup: its SHA-256, in the format of sha256sum (so `sha256sum -c` checks it too). */
+export const CHECKSUM_SUFFIX = '.sha256';
+
+function sha256(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    createReadStream(path)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('error', reject)
+      .on('end', () => resolve(hash.digest('hex')));
+  });
+}
+
+/** Why the backup's checksum file does not vouch for it, or undefined when it does. */
+async function checksumProblem(path: string, { withoutChecksum }: { withoutChecksum: boolean }) {
+  const sum = `${path}${CHECKSUM_SUFFIX}`;
+  if (!existsSync(sum)) {
+    return withoutChecksum
+      ? undefined
+      : `${sum} is missing: plant-store backup writes it next to each backup; ` +
+          'add --without-checksum to restore a backup made without one (by an older version)';
+  }
+  const expected = /^([0-9a-f]{64})\s/.exec(readFileSync(sum, 'utf8'))?.[1];
+  if (!expected) return `${sum} does not hold a SHA-256 checksum`;
+  if ((await sha256(path)) !== expected)
+    return `${path} does not match its checksum ${sum}: it changed after the backup`;
+  return undefined;
+}
+
+/**
+ * Why the backup's schema is not the one this version's migrations make, or
+ * undefined when it is the same, object for object (tables, indexes, triggers,
+ * views): a backup must not bring in code (a trigger, a view) of its own.
+ */
+async function schemaProblem(path: string, db: Database.Database): Promise<string | undefined> {
+  let applied: string[];
+  try {
+    applied = db.prepare<[], string>('SELECT name FROM schema_migrations ORDER BY name').pluck().all();
+  } catch {
+    return `${path} is not a Plant Store backup (no schema_migrations table)`;
+  }
+  const known = SQLITE_MIGRATIONS.slice(0, applied.length);
+  if (applied.length === 0 || applied.some((name, i) => name !== known[i])) {
+    const unknown = applied.find((name) => !SQLITE_MIGRATIONS.includes(name));
+    return unknown
+      ? `${path} has the schema migration ${unknown}, which this version does not know (made by a newer version?)`
+      : `${path} has an incomplete list of schema migrations`;
+  }
+  const key = (o: SchemaObject) => `${o.type} ${o.name}`;
+  const expected = new Map((await expectedSchema(applied.at(-1)!)).map((o) => [key(o), o]));
+  const actual = new Map(schemaObjects(db).map((o) => [key(o), o]));
+  const problems: string[] = [];
+  for (const [k, o] of actual) {
+    const e = expected.get(k);
+    if (!e) problems.push(`${k} is not part of the Plant Store schema`);
+    else if (e.sql !== o.sql || e.tbl_name !== o.tbl_name) problems.push(`${k} differs from the Plant Store schema`);
+  }
+  for (const k of expected.keys()) if (!actual.has(k)) problems.push(`${k} is missing`);
+  if (problems.length === 0) return undefined;
+  const shown = problems.slice(0, 5).join('; ') + (problems.length > 5 ? `; and ${problems.length - 5} more` : '');
+  return `${path} does not have the Plant Store schema, so it is not restored: ${shown}`;
+}
+
 /** Why `path` is not a usable Plant Store backup, or undefined when it is. */
-export function checkBackup(path: string): string | undefined {
+export async function checkBackup(
+  path: string,
+  options: { withoutChecksum: boolean } = { withoutChecksum: false },
+): Promise<string | undefined> {
   if (!existsSync(path)) return `no file at ${path}`;
+  const checksum = await checksumProblem(path, options);
+  if (checksum) return checksum;
   let db: Database.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
@@ -83,7 +180,7 @@ export function checkBackup(path: string): string | undefined {
     );
     const missing = TABLES.filter((t) => !tables.has(t));
     if (missing.length > 0) return `${path} is not a Plant Store backup (no ${missing.join(' or ')} table)`;
-    return undefined;
+    return await schemaProblem(path, db);
   } catch (error) {
     return `${path} cannot be read: ${(error as Error).message}`;
   } finally {
@@ -131,15 +228,21 @@ function isEmpty(path: string): boolean {
  * tokens only with `force`. The swap is a rename, so a crash leaves either
  * the old store or the restored one.
  */
-export function restoreSqlite(from: string, to: string, { force }: { force: boolean }): void {
-  const problem = checkBackup(from);
+export async function restoreSqlite(
+  from: string,
+  to: string,
+  { force, withoutChecksum = false }: { force: boolean; withoutChecksum?: boolean },
+): Promise<void> {
+  const problem = await checkBackup(from, { withoutChecksum });
   if (problem) throw new BackupError(problem);
   if (existsSync(to)) {
     if (inUse(to)) throw new BackupError(`${to} is in use by a running server or command; stop it first`);
     if (!force && !isEmpty(to)) throw new BackupError(`${to} holds plants or tokens; add --force to replace them`);
   }
+  mkdirSync(dirname(to), { recursive: true, mode: PRIVATE_FOLDER });
   const partial = `${to}.restoring`;
   copyFileSync(from, partial);
+  chmodSync(partial, PRIVATE_FILE);
   fsyncPath(partial);
   for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${to}${suffix}`, { force: true });
   renameSync(partial, to);

@@ -13,7 +13,7 @@ export const backup: Command = {
   summary:
     'Copies a SQLite store to a new file while servers keep serving; the copy is consistent as of its start. For PostgreSQL use pg_dump.',
   output:
-    'stderr: progress, then the file written and the time taken. With --json, stdout: {"out", "bytes", "seconds"} and no progress.',
+    'stderr: progress, then the file written and the time taken. With --json, stdout: {"out", "checksum", "bytes", "seconds"} and no progress.',
   settings: ['db'],
   flags: {
     out: { type: 'string', arg: 'FILE', help: 'the new backup file (must not exist)' },
@@ -36,8 +36,8 @@ export const backup: Command = {
       );
     });
     const seconds = (Date.now() - started) / 1000;
-    if (values.json) printJson(ctx.stdout, { out, bytes: statSync(out).size, seconds });
-    else ctx.stderr.write(`backup: ${out} written in ${seconds.toFixed(1)} s\n`);
+    if (values.json) printJson(ctx.stdout, { out, checksum: `${out}.sha256`, bytes: statSync(out).size, seconds });
+    else ctx.stderr.write(`backup: ${out} and its checksum ${out}.sha256 written in ${seconds.toFixed(1)} s\n`);
     return 0;
   },
 };

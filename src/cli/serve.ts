@@ -54,6 +54,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     keyPath: webhookKeyPath(config),
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhookTimeoutMs,
+    maxPending: config.webhooksMaxPending,
     log: app.log,
   });
   // Signals are handled from before listen: a supervisor may send SIGTERM as

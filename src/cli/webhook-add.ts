@@ -41,7 +41,7 @@ export const webhookAdd: Command = {
     'Registers a webhook endpoint: each plant the owner creates or deletes is POSTed to URL as a signed Standard Webhooks event. Only the signing secret goes to stdout (its last line), so SECRET=$(plant-store webhook add ...) works; details and warnings go to stderr (with --json, the secret and the details go to stdout as one JSON object; warnings still go to stderr). The secret is shown this once; it is stored encrypted with the webhook key, a file created on first use.',
   output:
     'stdout: the signing secret alone. stderr: the id, owner, URL and events, and warnings (a private address, plain http). With --json, stdout: {"id", "owner", "url", "events", "keyFile", "keyCreated", "secret"}; warnings still on stderr.',
-  settings: ['db', 'pg-pooler', 'webhook-key-file'],
+  settings: ['db', 'pg-pooler', 'webhook-key-file', 'webhooks-max-endpoints'],
   flags: {
     owner: { type: 'string', arg: 'NAME', help: 'owner whose plant events go to the URL (required)' },
     url: { type: 'string', arg: 'URL', help: 'http:// or https:// URL that receives the events (required)' },
@@ -69,6 +69,7 @@ export const webhookAdd: Command = {
       await store.webhooks.add(
         { id, owner, url: url.href, events, createdAt: new Date(), keyId: box.keyId },
         box.seal(secret.key, id),
+        { maxPerOwner: config.webhooksMaxEndpoints },
       );
       if (created && !values.json) {
         ctx.stderr.write(

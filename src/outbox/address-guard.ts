@@ -7,16 +7,32 @@ import ipaddr from 'ipaddr.js';
  * linkLocal, uniqueLocal, carrierGradeNat, ...), or undefined for a public
  * unicast address. Only public unicast passes: that refuses loopback,
  * RFC 1918, link-local (with the cloud metadata address 169.254.169.254),
- * IPv6 unique-local (with fd00:ec2::254), and the special ranges that embed
- * or tunnel to other addresses (NAT64, 6to4, Teredo). An IPv4-mapped IPv6
- * address is judged as the IPv4 address it carries.
+ * IPv6 unique-local (with fd00:ec2::254), and every IPv6 form that embeds or
+ * tunnels to an IPv4 address: NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4,
+ * Teredo, IPv4-translated, and the deprecated IPv4-compatible ::/96. An
+ * IPv4-mapped IPv6 address is judged as the IPv4 address it carries, and an
+ * ISATAP interface id (…:0:5efe:a.b.c.d) by the IPv4 address in it.
  */
 export function addressRefusal(address: string): string | undefined {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    parsed = ipaddr.process(address);
+    // ipaddr.js reads "::a.b.c.d" as IPv4-mapped; the URL parser writes every
+    // IPv6 literal in its canonical hex form, which ipaddr.js reads right.
+    const canonical =
+      address.includes(':') && address.includes('.') ? bareHost(new URL(`http://[${address}]`).hostname) : address;
+    parsed = ipaddr.process(canonical);
   } catch {
     return 'not an IP address';
+  }
+  if (parsed.kind() === 'ipv6') {
+    const parts = (parsed as ipaddr.IPv6).parts;
+    // ::/96 (but :: and ::1, caught as unspecified and loopback): the
+    // IPv4-compatible form, which some stacks still route to the IPv4 address.
+    if (parts.slice(0, 6).every((p) => p === 0) && (parts[6] ?? 0) !== 0) return 'ipv4Compatible';
+    if ((parts[4] === 0 || parts[4] === 0x200) && parts[5] === 0x5efe) {
+      const inner = ipaddr.fromByteArray([parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff]);
+      if (inner.range() !== 'unicast') return `isatap embedding a ${inner.range()} IPv4 address`;
+    }
   }
   const range = parsed.range();
   return range === 'unicast' ? undefined : range;

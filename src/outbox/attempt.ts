@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { checkLiteralHost, guardedLookup } from './address-guard.js';
+import { RefusedAddressError, addressRefusal, bareHost, checkLiteralHost, guardedLookup } from './address-guard.js';
 
 /** What one delivery attempt came to. */
 export type AttemptResult =
@@ -69,6 +69,21 @@ export function attemptDelivery(
       finish({ kind: 'aborted' });
     };
     signal.addEventListener('abort', onAbort);
+    // The last check, on the address actually connected to, before a byte is
+    // sent: whatever path led there (a literal, a lookup, a form the checks
+    // above read differently), a refused address gets nothing.
+    if (!allowPrivate) {
+      request.on('socket', (socket) => {
+        socket.prependOnceListener('connect', () => {
+          const address = socket.remoteAddress ?? '';
+          const range = addressRefusal(address);
+          if (!range) return;
+          const error = new RefusedAddressError(bareHost(target.hostname), address, range);
+          request.destroy(error);
+          finish({ kind: 'failed', error: error.message });
+        });
+      });
+    }
     request.on('error', (error) => finish({ kind: 'failed', error: error.message || String(error) }));
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;

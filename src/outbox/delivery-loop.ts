@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import { webhookDeliveries, webhookDeliveryLag } from '../metrics/metrics.js';
-import type { ClaimedDelivery, DeliverySettlement, OutboxStore, WebhookStore } from '../store/store.js';
+import { SETTINGS } from '../config.js';
+import type { ClaimEnd, ClaimedDelivery, DeliverySettlement, OutboxStore, WebhookStore } from '../store/store.js';
 import { attemptDelivery, type AttemptResult } from './attempt.js';
 import { eventBody, signedHeaders } from './event-body.js';
-import { retryAfterMs, retryDelayMs } from './retry-schedule.js';
+import { MAX_ATTEMPTS, retryAfterMs, retryDelayMs } from './retry-schedule.js';
 import { readKeyFile, type SecretBox } from './secret-box.js';
 
 export interface DeliveryLoopOptions {
@@ -16,14 +17,20 @@ export interface DeliveryLoopOptions {
   log: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** How often to look for due events when idle. */
   pollMs?: number;
+  /** Past this many events waiting for one endpoint, it is disabled (config.ts webhooksMaxPending). */
+  maxPending?: number;
 }
 
-// A claim takes at most this many events of one endpoint, and this many in
-// all; the events of one endpoint are sent one after the other (best-effort
-// order), different endpoints in parallel, at most MAX_BUSY_ENDPOINTS at once.
+// A claim takes at most this many events of one endpoint; the events of one
+// endpoint are sent one after the other (best-effort order), different
+// endpoints in parallel, at most MAX_BUSY_ENDPOINTS at once and at most
+// PER_OWNER of one owner: an owner whose endpoints hang holds a quarter of the
+// slots at most, and the others' events go out meanwhile.
 const PER_ENDPOINT = 4;
-const CLAIM_LIMIT = 64;
 const MAX_BUSY_ENDPOINTS = 32;
+const PER_OWNER = 8;
+// Answers that say the receiver as a whole is down or overloaded, not that it refused one event.
+const ENDPOINT_DOWN = new Set([429, 502, 503, 504]);
 // A missing key file is looked for again this often (webhook add creates it).
 const KEY_RETRY_MS = 5_000;
 // Endpoints sealed with a key this process lacks are reported this often.
@@ -42,7 +49,7 @@ const ERROR_REPORT_MS = 30_000;
 export class DeliveryLoop {
   readonly #o: Required<DeliveryLoopOptions>;
   readonly #leaseMs: number;
-  readonly #busy = new Map<string, Promise<void>>();
+  readonly #busy = new Map<string, { owner: string; chain: Promise<void> }>();
   readonly #stop = new AbortController();
   readonly #reportedKeys = new Set<string>();
   #box: SecretBox | undefined;
@@ -52,7 +59,7 @@ export class DeliveryLoop {
   #wake: (() => void) | undefined;
 
   constructor(options: DeliveryLoopOptions) {
-    this.#o = { pollMs: 250, ...options };
+    this.#o = { pollMs: 250, maxPending: Number(SETTINGS['webhooks-max-pending'].default), ...options };
     // Long enough for every event of one claim to be tried in turn, each to
     // its time limit: the lease never runs out under a live process.
     this.#leaseMs = PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
@@ -67,7 +74,7 @@ export class DeliveryLoop {
     this.#stop.abort();
     this.#wake?.();
     await this.#running;
-    await Promise.all(this.#busy.values());
+    await Promise.all([...this.#busy.values()].map((b) => b.chain));
   }
 
   async #run(): Promise<void> {
@@ -110,12 +117,17 @@ export class DeliveryLoop {
     if (!box || this.#busy.size >= MAX_BUSY_ENDPOINTS) return 0;
     // Taken before the claim, so the lease never ends later than we think.
     const leaseEnds = Date.now() + this.#leaseMs;
+    const busyOwners = new Map<string, number>();
+    for (const { owner } of this.#busy.values()) busyOwners.set(owner, (busyOwners.get(owner) ?? 0) + 1);
     const claimed = await this.#o.outbox.claim({
       keyId: box.keyId,
-      limit: CLAIM_LIMIT,
+      limit: MAX_BUSY_ENDPOINTS - this.#busy.size,
       perEndpoint: PER_ENDPOINT,
       leaseMs: this.#leaseMs,
       exclude: [...this.#busy.keys()],
+      perOwner: PER_OWNER,
+      busyOwners,
+      maxPending: this.#o.maxPending,
     });
     const byEndpoint = new Map<string, ClaimedDelivery[]>();
     for (const d of claimed) {
@@ -128,7 +140,7 @@ export class DeliveryLoop {
         this.#busy.delete(endpointId);
         this.#wake?.();
       });
-      this.#busy.set(endpointId, chain);
+      this.#busy.set(endpointId, { owner: deliveries[0]!.owner, chain });
     }
     return claimed.length;
   }
@@ -169,18 +181,42 @@ export class DeliveryLoop {
     }
   }
 
+  /**
+   * Sends one endpoint's claimed events in turn. The first failure ends the
+   * turn: the rest are released, and the endpoint waits out a backoff that
+   * grows with its failures in a row, so a receiver that is down costs one
+   * attempt per backoff, however many events wait for it.
+   */
   async #deliverInTurn(box: SecretBox, deliveries: ClaimedDelivery[], leaseEnds: number): Promise<void> {
+    const first = deliveries[0]!;
+    let end: ClaimEnd = { kind: 'done' };
     for (const d of deliveries) {
       // Past its lease another process may have claimed the event: leave it.
-      if (this.#stop.signal.aborted || Date.now() + this.#o.timeoutMs > leaseEnds) {
+      if (end.kind !== 'done' || this.#stop.signal.aborted || Date.now() + this.#o.timeoutMs > leaseEnds) {
         await this.#settle(d, { kind: 'release' });
+        if (end.kind === 'done') end = { kind: 'stopped' };
         continue;
       }
-      if ((await this.#deliverOne(box, d)) === 'endpoint-disabled') return;
+      const outcome = await this.#deliverOne(box, d);
+      if (outcome === 'endpoint-disabled') return;
+      if (outcome === 'aborted') end = { kind: 'stopped' };
+      else if (outcome !== 'ok') end = { kind: 'failed', delayMs: outcome.endpointDelayMs };
+    }
+    try {
+      await this.#o.outbox.endClaim(first.endpointId, first.claim, end);
+    } catch (error) {
+      // The endpoint's lease runs out and it is claimed again.
+      this.#o.log.error(
+        { err: error, webhook: { endpoint: first.endpointId } },
+        'webhook delivery: could not end the claim of an endpoint; it waits for its lease to run out',
+      );
     }
   }
 
-  async #deliverOne(box: SecretBox, d: ClaimedDelivery): Promise<'endpoint-disabled' | undefined> {
+  async #deliverOne(
+    box: SecretBox,
+    d: ClaimedDelivery,
+  ): Promise<'ok' | 'aborted' | 'endpoint-disabled' | { endpointDelayMs: number }> {
     const log = this.#o.log;
     const context = { endpoint: d.endpointId, event: d.eventId, type: d.type, attempt: d.attempt, host: hostOf(d.url) };
     let result: AttemptResult;
@@ -200,13 +236,13 @@ export class DeliveryLoop {
     switch (result.kind) {
       case 'aborted':
         await this.#settle(d, { kind: 'release' });
-        return undefined;
+        return 'aborted';
       case 'delivered':
         webhookDeliveries.inc({ outcome: 'delivered' });
         webhookDeliveryLag.observe(Math.max(0, Date.now() - d.occurredAt) / 1000);
         log.info({ webhook: { ...context, status: result.status, durationMs } }, 'webhook delivered');
         await this.#settle(d, { kind: 'delivered' });
-        return undefined;
+        return 'ok';
       case 'gone':
         webhookDeliveries.inc({ outcome: 'gone' });
         log.warn(
@@ -222,6 +258,15 @@ export class DeliveryLoop {
       case 'failed': {
         const backoff = retryDelayMs(d.attempt);
         const status = result.status;
+        const asked = retryAfterMs(result.retryAfter);
+        // No answer, or one that says the receiver is down or overloaded:
+        // the endpoint pauses (its other events too), for a time that grows
+        // with its failures in a row. Any other answer is about this event,
+        // which is retried on its own schedule while the others go on.
+        const down = status === undefined || ENDPOINT_DOWN.has(status);
+        const next = down
+          ? { endpointDelayMs: Math.max(retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!, asked ?? 0) }
+          : ('ok' as const);
         if (backoff === undefined) {
           webhookDeliveries.inc({ outcome: 'dropped' });
           log.error(
@@ -229,17 +274,16 @@ export class DeliveryLoop {
             `webhook attempt failed; giving up after ${d.attempt} attempts`,
           );
           await this.#settle(d, { kind: 'drop', error: result.error });
-          return undefined;
+          return next;
         }
         webhookDeliveries.inc({ outcome: 'failed' });
-        const asked = retryAfterMs(result.retryAfter);
         const delayMs = Math.max(backoff, asked ?? 0);
         log.warn(
           { webhook: { ...context, status, error: result.error, durationMs, retryInMs: delayMs } },
           'webhook attempt failed; will retry',
         );
         await this.#settle(d, { kind: 'retry', delayMs, error: result.error });
-        return undefined;
+        return next;
       }
     }
   }

@@ -58,3 +58,13 @@ export async function migrateToLatest(
   }
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }
+
+/** Applies the migrations up to and including `last`, in order (to rebuild the schema of an older version). */
+export async function migrateUpTo(
+  db: Kysely<unknown>,
+  migrations: Record<string, Migration>,
+  last: string,
+): Promise<void> {
+  const { error } = await migrator(db, migrations).migrateTo(last);
+  if (error) throw error;
+}

@@ -140,8 +140,31 @@ export interface WebhookEndpointRecord {
   disabledReason?: string | undefined;
 }
 
+/** Thrown by WebhookStore.add when the owner has as many active endpoints as allowed. */
+export class TooManyEndpointsError extends Error {
+  constructor(owner: string, max: number) {
+    super(
+      `owner "${owner}" has ${max} active webhook endpoints already, the most allowed (--webhooks-max-endpoints); ` +
+        'remove one first',
+    );
+    this.name = 'TooManyEndpointsError';
+  }
+}
+
+/** Why an endpoint was disabled for falling behind (both stores write it; `webhook list` shows it). */
+export function tooManyPendingReason(maxPending: number, at: Date): string {
+  return (
+    `more than ${maxPending} events waited for delivery (--webhooks-max-pending) at ${at.toISOString()}; ` +
+    'they were dropped'
+  );
+}
+
 export interface WebhookStore {
-  add(endpoint: WebhookEndpointRecord, sealedSecret: Buffer): Promise<void>;
+  /**
+   * Throws TooManyEndpointsError when the owner has `maxPerOwner` active
+   * endpoints already (checked atomically); no cap without `limits`.
+   */
+  add(endpoint: WebhookEndpointRecord, sealedSecret: Buffer, limits?: { maxPerOwner: number }): Promise<void>;
   /** Every endpoint, with the number of events waiting for delivery to it. */
   list(): Promise<(WebhookEndpointRecord & { pending: number })[]>;
   /** Removes an endpoint and the events still waiting for it; false when no endpoint has that id. */
@@ -158,8 +181,11 @@ export interface ClaimedDelivery {
   /** The webhook-id: unique per event and endpoint, the same on every attempt. */
   eventId: string;
   endpointId: string;
+  owner: string;
   url: string;
   sealedSecret: Buffer;
+  /** Failed claims of this endpoint in a row before this one: how long it waits after another failure. */
+  endpointFailures: number;
   type: WebhookEventType;
   plantId: bigint;
   /** null for plant.deleted. */
@@ -176,12 +202,26 @@ export interface ClaimedDelivery {
 export interface ClaimOptions {
   /** Only endpoints whose secret is sealed with this key. */
   keyId: string;
+  /** At most this many endpoints in all. */
   limit: number;
   perEndpoint: number;
   leaseMs: number;
   /** Endpoints this process is delivering to already. */
   exclude: readonly string[];
+  /** At most this many endpoints of one owner, counting those in `busyOwners`. */
+  perOwner: number;
+  /** How many endpoints of each owner this process is delivering to already. */
+  busyOwners: ReadonlyMap<string, number>;
+  /** An endpoint with more events than this waiting is disabled when new events are fanned out to it. */
+  maxPending: number;
 }
+
+/**
+ * How a claim of one endpoint ended: all its events settled ('done'), an
+ * attempt failed (the endpoint waits `delayMs` before its next claim), or the
+ * process is stopping ('stopped': due again at once, its failures unchanged).
+ */
+export type ClaimEnd = { kind: 'done' } | { kind: 'failed'; delayMs: number } | { kind: 'stopped' };
 
 export type DeliverySettlement =
   | { kind: 'delivered' }
@@ -191,10 +231,22 @@ export type DeliverySettlement =
   /** Not attempted after all (shutting down): due again at once, the attempt not counted. */
   | { kind: 'release' };
 
-/** The transactional outbox: events are written by the plant writes themselves, in the same transaction. */
+/**
+ * The transactional outbox. A plant write stores one event, in its own
+ * transaction, whatever the number of endpoints; claims fan events out to the
+ * endpoints subscribed. Each endpoint is claimed whole, by one process at a
+ * time, and waits out its own backoff after a failure: its waiting events cost
+ * nothing meanwhile.
+ */
 export interface OutboxStore {
-  /** Claims due deliveries, oldest first, at most `perEndpoint` per endpoint. */
+  /**
+   * Fans new events out, then claims endpoints that are due (those waiting
+   * longest first, at most `perOwner` per owner), and for each its due
+   * deliveries, oldest first, at most `perEndpoint`.
+   */
   claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
+  /** Ends this process's claim of an endpoint; false when the claim had run out. */
+  endClaim(endpointId: string, claim: string, end: ClaimEnd): Promise<boolean>;
   /** False when the lease had run out and another claim took the delivery over. */
   settle(delivery: ClaimedDelivery, settlement: DeliverySettlement): Promise<boolean>;
   /** Disables an endpoint and drops the events waiting for it; false when it was not active. */

@@ -81,4 +81,33 @@ export const postgresMigrations: Record<string, Migration> = {
       );
     },
   },
+  '0004_webhook_event_log': {
+    async up(db: Kysely<unknown>) {
+      // One row per event, whatever the number of endpoints: a plant write's
+      // cost does not grow with them. Claims fan the events out into
+      // webhook_deliveries, off the request path.
+      await sql`CREATE TABLE webhook_events (
+        event_id    text        PRIMARY KEY,
+        owner       text        NOT NULL,
+        type        text        NOT NULL,
+        plant_id    bigint      NOT NULL,
+        name        text,
+        tag         text,
+        occurred_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      )`.execute(db);
+      await sql`CREATE INDEX webhook_events_occurred ON webhook_events (occurred_at)`.execute(db);
+      // Per endpoint: its waiting deliveries (bounded by --webhooks-max-pending),
+      // when it may be claimed next (a lease while claimed, a backoff after a
+      // failure), its failures in a row, and the claim that holds it.
+      await sql`ALTER TABLE webhook_endpoints
+        ADD COLUMN pending  integer     NOT NULL DEFAULT 0,
+        ADD COLUMN retry_at timestamptz NOT NULL DEFAULT '-infinity',
+        ADD COLUMN failures integer     NOT NULL DEFAULT 0,
+        ADD COLUMN claim    text`.execute(db);
+      await sql`UPDATE webhook_endpoints e SET pending =
+        (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id)`.execute(db);
+      await sql`CREATE INDEX webhook_endpoints_due ON webhook_endpoints (retry_at)
+        WHERE disabled_at IS NULL AND pending > 0`.execute(db);
+    },
+  },
 };

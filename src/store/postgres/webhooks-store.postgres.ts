@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import type {
-  ClaimOptions,
-  ClaimedDelivery,
-  DeliverySettlement,
-  OutboxStore,
-  WebhookEndpointRecord,
-  WebhookEventType,
-  WebhookStore,
+import {
+  TooManyEndpointsError,
+  tooManyPendingReason,
+  type ClaimEnd,
+  type ClaimOptions,
+  type ClaimedDelivery,
+  type DeliverySettlement,
+  type OutboxStore,
+  type WebhookEndpointRecord,
+  type WebhookEventType,
+  type WebhookStore,
 } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 
@@ -32,57 +35,125 @@ interface ClaimRow {
   tag: string | null;
   occurred_at: bigint;
   attempts: number;
-  url: string;
-  secret: Buffer;
 }
 
+interface LeasedEndpoint {
+  id: string;
+  owner: string;
+  url: string;
+  secret: Buffer;
+  failures: number;
+}
+
+// The cap and the insert under one lock per owner: two adds at once cannot both pass it.
+const OWNER_LOCK = {
+  name: 'webhooks_owner_lock',
+  text: "SELECT pg_advisory_xact_lock(hashtextextended('plant-store webhooks ' || $1::text, 0))",
+} as const;
 const INSERT = {
   name: 'webhooks_insert',
   text: `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at)
-    VALUES ($1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz)`,
+    SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2::text AND disabled_at IS NULL) < $8::int8`,
 } as const;
 const ALL = {
   name: 'webhooks_all',
-  text: `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason,
-      (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS pending
+  text: `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
     FROM webhook_endpoints e ORDER BY created_at, id`,
 } as const;
 // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
 const REMOVE = { name: 'webhooks_remove', text: 'DELETE FROM webhook_endpoints WHERE id = $1::text' } as const;
 
+// Events fanned out by one claim at most: a claim stays short however many wait.
+const FAN_OUT_BATCH = 256;
 /**
- * Each instance claims the oldest due rows of each endpoint it is not busy
- * with. FOR UPDATE SKIP LOCKED lets instances claiming at the same moment
- * pass over each other's rows instead of waiting; moving next_attempt_at past
- * the lease keeps the rows from every later claim until they are settled or
- * the lease runs out (the claimer died).
+ * Gives the oldest waiting events to the endpoints subscribed, counts them in
+ * each endpoint's pending, and answers the endpoints now past the bound.
+ * SKIP LOCKED lets instances fanning out at once take different events.
  */
-const CLAIM = {
-  name: 'outbox_claim',
+const FAN_OUT = {
+  name: 'outbox_fan_out',
+  text: `WITH ev AS (
+      DELETE FROM webhook_events WHERE event_id IN (
+        SELECT event_id FROM webhook_events ORDER BY occurred_at LIMIT ${FAN_OUT_BATCH} FOR UPDATE SKIP LOCKED
+      ) RETURNING *
+    ), ins AS (
+      INSERT INTO webhook_deliveries (event_id, endpoint_id, owner, type, plant_id, name, tag, occurred_at, next_attempt_at)
+      SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, ev.owner, ev.type, ev.plant_id, ev.name, ev.tag,
+        ev.occurred_at, ev.occurred_at
+      FROM ev JOIN webhook_endpoints e ON e.owner = ev.owner
+      WHERE e.disabled_at IS NULL AND ev.type = ANY (string_to_array(e.events, ' '))
+      RETURNING endpoint_id
+    ), counted AS (
+      UPDATE webhook_endpoints e SET pending = e.pending + n.added
+      FROM (SELECT endpoint_id, count(*) AS added FROM ins GROUP BY endpoint_id) n
+      WHERE e.id = n.endpoint_id
+      RETURNING e.id, e.pending
+    )
+    SELECT id FROM counted WHERE pending > $1::int8`,
+} as const;
+/**
+ * Leases the endpoints that are due (waiting longest first), at most
+ * $perOwner of an owner counting those the caller is busy with already.
+ * SKIP LOCKED: instances claiming at once pass over each other's endpoints;
+ * retry_at moved past the lease keeps the endpoint from every later claim
+ * until the claim ends or the lease runs out (the claimer died).
+ */
+const LEASE_ENDPOINTS = {
+  name: 'outbox_lease_endpoints',
+  text: `WITH busy AS (
+      SELECT * FROM unnest($3::text[], $4::int[]) AS b(owner, n)
+    ), due AS (
+      SELECT e.id, e.owner, e.retry_at FROM webhook_endpoints e
+      WHERE e.disabled_at IS NULL AND e.pending > 0 AND e.retry_at <= now() AND e.key_id = $1::text
+        AND NOT (e.id = ANY ($2::text[]))
+      FOR UPDATE SKIP LOCKED
+    ), ranked AS (
+      SELECT due.id, due.retry_at, row_number() OVER (PARTITION BY due.owner ORDER BY due.retry_at, due.id)
+        + coalesce(busy.n, 0) AS place
+      FROM due LEFT JOIN busy ON busy.owner = due.owner
+    ), chosen AS (
+      SELECT id FROM ranked WHERE place <= $5::int ORDER BY retry_at, id LIMIT $6::int
+    )
+    UPDATE webhook_endpoints e SET retry_at = now() + $7::int8 * interval '1 millisecond', claim = $8::text
+    FROM chosen WHERE e.id = chosen.id
+    RETURNING e.id, e.owner, e.url, e.secret, e.failures`,
+} as const;
+const CLAIM_ROWS = {
+  name: 'outbox_claim_rows',
   text: `WITH picked AS (
       SELECT d.event_id
-      FROM (SELECT id FROM webhook_endpoints
-            WHERE key_id = $1::text AND disabled_at IS NULL AND NOT (id = ANY ($2::text[]))) e
+      FROM unnest($1::text[]) AS e(id)
       CROSS JOIN LATERAL (
-        SELECT event_id, next_attempt_at, occurred_at FROM webhook_deliveries
+        SELECT event_id FROM webhook_deliveries
         WHERE endpoint_id = e.id AND next_attempt_at <= now()
         ORDER BY next_attempt_at, occurred_at
-        LIMIT $3::int
+        LIMIT $2::int
         FOR UPDATE SKIP LOCKED
       ) d
-      ORDER BY d.next_attempt_at, d.occurred_at
-      LIMIT $4::int
     )
     UPDATE webhook_deliveries d
-    SET attempts = d.attempts + 1, next_attempt_at = now() + $5::int8 * interval '1 millisecond', claim = $6::text
-    FROM picked, webhook_endpoints e
-    WHERE d.event_id = picked.event_id AND e.id = d.endpoint_id
+    SET attempts = d.attempts + 1, next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = $4::text
+    FROM picked WHERE d.event_id = picked.event_id
     RETURNING d.event_id, d.endpoint_id, d.type, d.plant_id, d.name, d.tag,
-      floor(extract(epoch FROM d.occurred_at) * 1000)::int8 AS occurred_at, d.attempts, e.url, e.secret`,
+      floor(extract(epoch FROM d.occurred_at) * 1000)::int8 AS occurred_at, d.attempts`,
+} as const;
+// Leased endpoints whose events all wait for their own retry: not worth a look before then.
+const PARK = {
+  name: 'outbox_park',
+  text: `UPDATE webhook_endpoints e
+    SET retry_at = coalesce((SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id), now()),
+      claim = NULL
+    WHERE e.id = ANY ($1::text[]) AND e.claim = $2::text`,
 } as const;
 const DELIVERED = {
   name: 'outbox_delivered',
-  text: 'DELETE FROM webhook_deliveries WHERE event_id = $1::text AND claim = $2::text',
+  text: `WITH gone AS (
+      DELETE FROM webhook_deliveries WHERE event_id = $1::text AND claim = $2::text RETURNING endpoint_id
+    ), counted AS (
+      UPDATE webhook_endpoints e SET pending = e.pending - 1 FROM gone WHERE e.id = gone.endpoint_id
+    )
+    SELECT count(*)::int AS settled FROM gone`,
 } as const;
 const RETRY = {
   name: 'outbox_retry',
@@ -95,10 +166,18 @@ const RELEASE = {
   text: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = now(), claim = NULL
     WHERE event_id = $1::text AND claim = $2::text`,
 } as const;
+const END_CLAIM = {
+  name: 'outbox_end_claim',
+  text: `UPDATE webhook_endpoints
+    SET retry_at = now() + $3::int8 * interval '1 millisecond',
+      failures = CASE $4::text WHEN 'done' THEN 0 WHEN 'failed' THEN failures + 1 ELSE failures END,
+      claim = NULL
+    WHERE id = $1::text AND claim = $2::text`,
+} as const;
 const DISABLE = {
   name: 'outbox_disable',
   text: `WITH disabled AS (
-      UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2::text
+      UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2::text, pending = 0, claim = NULL
       WHERE id = $1::text AND disabled_at IS NULL RETURNING id
     ), dropped AS (
       DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM disabled)
@@ -106,12 +185,31 @@ const DISABLE = {
     SELECT count(*)::int AS disabled FROM disabled`,
 } as const;
 
+async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
+}
+
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async add(e: WebhookEndpointRecord, sealedSecret: Buffer): Promise<void> {
-    const values = [e.id, e.owner, e.url, e.events.join(' '), sealedSecret, e.keyId, e.createdAt];
-    await writeWithClient(this.pool, (client) => client.query({ ...INSERT, values }));
+  async add(e: WebhookEndpointRecord, sealedSecret: Buffer, limits?: { maxPerOwner: number }): Promise<void> {
+    const max = limits?.maxPerOwner ?? Number.MAX_SAFE_INTEGER;
+    const values = [e.id, e.owner, e.url, e.events.join(' '), sealedSecret, e.keyId, e.createdAt, max];
+    const added = await writeWithClient(this.pool, (client) =>
+      inTransaction(client, async () => {
+        await client.query({ ...OWNER_LOCK, values: [e.owner] });
+        return (await client.query({ ...INSERT, values })).rowCount === 1;
+      }),
+    );
+    if (!added) throw new TooManyEndpointsError(e.owner, max);
   }
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
@@ -139,16 +237,41 @@ export class PostgresOutboxStore implements OutboxStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
+    const overfull = await writeWithClient(this.pool, (client) =>
+      client.query<{ id: string }>({ ...FAN_OUT, values: [o.maxPending] }),
+    );
+    for (const { id } of overfull.rows) {
+      await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
+    }
     const claim = randomBytes(12).toString('base64url');
-    const values = [o.keyId, [...o.exclude], o.perEndpoint, o.limit, o.leaseMs, claim];
-    const { rows } = await writeWithClient(this.pool, (client) => client.query<ClaimRow>({ ...CLAIM, values }));
+    const owners = [...o.busyOwners.keys()];
+    const counts = owners.map((owner) => o.busyOwners.get(owner)!);
+    const rows = await writeWithClient(this.pool, (client) =>
+      inTransaction(client, async () => {
+        const leased = await client.query<LeasedEndpoint>({
+          ...LEASE_ENDPOINTS,
+          values: [o.keyId, [...o.exclude], owners, counts, o.perOwner, o.limit, o.leaseMs, claim],
+        });
+        if (leased.rows.length === 0) return [];
+        const endpoints = new Map(leased.rows.map((e) => [e.id, e]));
+        const claimed = await client.query<ClaimRow>({
+          ...CLAIM_ROWS,
+          values: [[...endpoints.keys()], o.perEndpoint, o.leaseMs, claim],
+        });
+        const idle = [...endpoints.keys()].filter((id) => !claimed.rows.some((r) => r.endpoint_id === id));
+        if (idle.length > 0) await client.query({ ...PARK, values: [idle, claim] });
+        return claimed.rows.map((r) => ({ row: r, endpoint: endpoints.get(r.endpoint_id)! }));
+      }),
+    );
     return rows
-      .map((r) => ({
+      .map(({ row: r, endpoint: e }) => ({
         ref: r.event_id,
         eventId: r.event_id,
         endpointId: r.endpoint_id,
-        url: r.url,
-        sealedSecret: r.secret,
+        owner: e.owner,
+        url: e.url,
+        sealedSecret: e.secret,
+        endpointFailures: e.failures,
         type: r.type,
         plantId: r.plant_id,
         name: r.name,
@@ -162,13 +285,23 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async settle(d: ClaimedDelivery, s: DeliverySettlement): Promise<boolean> {
     const key = [d.ref, d.claim];
+    if (s.kind === 'delivered' || s.kind === 'drop') {
+      const { rows } = await writeWithClient(this.pool, (client) =>
+        client.query<{ settled: number }>({ ...DELIVERED, values: key }),
+      );
+      return rows[0]?.settled === 1;
+    }
     const query =
-      s.kind === 'delivered' || s.kind === 'drop'
-        ? { ...DELIVERED, values: key }
-        : s.kind === 'retry'
-          ? { ...RETRY, values: [...key, Math.round(s.delayMs), s.error] }
-          : { ...RELEASE, values: key };
+      s.kind === 'retry' ? { ...RETRY, values: [...key, Math.round(s.delayMs), s.error] } : { ...RELEASE, values: key };
     const { rowCount } = await writeWithClient(this.pool, (client) => client.query(query));
+    return rowCount === 1;
+  }
+
+  async endClaim(endpointId: string, claim: string, end: ClaimEnd): Promise<boolean> {
+    const delayMs = end.kind === 'failed' ? Math.round(end.delayMs) : 0;
+    const { rowCount } = await writeWithClient(this.pool, (client) =>
+      client.query({ ...END_CLAIM, values: [endpointId, claim, delayMs, end.kind] }),
+    );
     return rowCount === 1;
   }
 

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -16,6 +16,7 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   if (mustExist && !existsSync(path)) throw new Error(`no database at ${path}`);
   if (!mustExist) refuseToStartOver(path);
   makeFolder(dirname(resolve(path)), path);
+  if (!mustExist) createPrivately(path);
   let db: Database.Database;
   try {
     db = new Database(path, { fileMustExist: mustExist });
@@ -43,6 +44,32 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   return db;
 }
 
+/** The mode of store files and backups, and of the folders created for them. */
+export const PRIVATE_FILE = 0o600;
+export const PRIVATE_FOLDER = 0o700;
+
+/**
+ * The store holds token hashes, the cursor key and every plant: its file is
+ * created readable by its owner only (0600) whatever the umask, and SQLite
+ * gives its WAL and shared-memory files the database file's mode. A file an
+ * older version left group- or world-readable is narrowed to 0600 too.
+ */
+export function createPrivately(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', PRIVATE_FILE));
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return; // new Database() says what is wrong
+  }
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, PRIVATE_FILE);
+    } catch {
+      // Missing, or not ours to change: the store still works as before.
+    }
+  }
+}
+
 /**
  * Creates the folder of a database file level by level, naming the level that
  * fails. Not mkdirSync(recursive): on Node 20 it loops forever when a parent
@@ -64,7 +91,7 @@ function makeFolder(folder: string, file: string): void {
   if (!statSync(at).isDirectory()) fail(`${at} is not a folder`);
   for (const dir of missing) {
     try {
-      mkdirSync(dir);
+      mkdirSync(dir, { mode: PRIVATE_FOLDER });
     } catch (error) {
       fail(`cannot create the folder ${dir}`, error);
     }

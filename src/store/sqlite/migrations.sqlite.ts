@@ -76,4 +76,34 @@ export const sqliteMigrations: Record<string, Migration> = {
       );
     },
   },
+  '0004_webhook_event_log': {
+    async up(db: Kysely<unknown>) {
+      // One row per event, whatever the number of endpoints: a plant write's
+      // cost does not grow with them. Claims fan the events out into
+      // webhook_deliveries, off the request path.
+      await sql`CREATE TABLE webhook_events (
+        seq         INTEGER PRIMARY KEY,
+        owner       TEXT    NOT NULL,
+        type        TEXT    NOT NULL,
+        plant_id    INTEGER NOT NULL,
+        name        TEXT,
+        tag         TEXT,
+        occurred_at INTEGER NOT NULL
+      )`.execute(db);
+      // Per endpoint: its waiting deliveries (bounded by --webhooks-max-pending),
+      // when it may be claimed next (a lease while claimed, a backoff after a
+      // failure), its failures in a row, and the claim that holds it.
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN pending INTEGER NOT NULL DEFAULT 0`.execute(db);
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN retry_at INTEGER NOT NULL DEFAULT 0`.execute(db);
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN failures INTEGER NOT NULL DEFAULT 0`.execute(db);
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN claim TEXT`.execute(db);
+      await sql`UPDATE webhook_endpoints SET pending =
+        (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = webhook_endpoints.id)`.execute(db);
+      // What a claim and an idle poll look for: active endpoints with work, by when they are due.
+      await sql`CREATE INDEX webhook_endpoints_due ON webhook_endpoints (retry_at)
+        WHERE disabled_at IS NULL AND pending > 0`.execute(db);
+      // Polls read the endpoints now, not the deliveries.
+      await sql`DROP INDEX webhook_deliveries_due`.execute(db);
+    },
+  },
 };

@@ -1,5 +1,11 @@
 import type Database from 'better-sqlite3';
-import type { ClaimOptions, DeliverySettlement, WebhookEventType } from '../store.js';
+import {
+  tooManyPendingReason,
+  type ClaimEnd,
+  type ClaimOptions,
+  type DeliverySettlement,
+  type WebhookEventType,
+} from '../store.js';
 
 /**
  * Outbox writes run on the writer thread like the plant writes: a claim or a
@@ -9,6 +15,7 @@ import type { ClaimOptions, DeliverySettlement, WebhookEventType } from '../stor
 export type OutboxOp =
   | { kind: 'outbox-claim'; options: ClaimOptions; now: number; claim: string }
   | { kind: 'outbox-settle'; seq: bigint; claim: string; settlement: DeliverySettlement; now: number }
+  | { kind: 'outbox-end'; endpointId: string; claim: string; end: ClaimEnd; now: number }
   | { kind: 'outbox-disable'; endpointId: string; reason: string; now: number };
 
 /** A claimed delivery as it crosses back from the writer thread (a Buffer arrives as a Uint8Array). */
@@ -16,8 +23,10 @@ export interface ClaimRow {
   seq: bigint;
   eventId: string;
   endpointId: string;
+  owner: string;
   url: string;
   secret: Uint8Array;
+  failures: number;
   type: WebhookEventType;
   plantId: bigint;
   name: string | null;
@@ -29,13 +38,16 @@ export interface ClaimRow {
 export interface OutboxResults {
   'outbox-claim': ClaimRow[];
   'outbox-settle': boolean;
+  'outbox-end': boolean;
   'outbox-disable': boolean;
 }
 
 interface EndpointRow {
   id: string;
+  owner: string;
   url: string;
   secret: Buffer;
+  failures: number;
 }
 
 interface DueRow {
@@ -50,35 +62,43 @@ interface DueRow {
   next_attempt_at: bigint;
 }
 
+interface EventRow {
+  seq: bigint;
+  owner: string;
+  type: WebhookEventType;
+  plant_id: bigint;
+  name: string | null;
+  tag: string | null;
+  occurred_at: bigint;
+}
+
+// Subscribed: an active endpoint of the owner whose events list the type.
+const SUBSCRIBED = "owner = @owner AND disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0";
+// Events fanned out by one claim at most: a claim stays short however many wait.
+const FAN_OUT_BATCH = 256;
+
 /**
- * Writes the outbox rows of plant writes, in the plant write's transaction.
- * Whether any endpoint exists, and which events an owner subscribed to, is
- * read once per batch (inside its transaction, so an endpoint committed
- * before the batch is seen): with no endpoint registered, a batch of creates
- * pays one indexed lookup in all.
+ * Writes the event of a plant write, in the plant write's transaction: one
+ * row, whatever the number of endpoints, and only when the owner has an
+ * active endpoint subscribed to it. That is read once per batch and owner,
+ * inside the batch's transaction (so an endpoint committed before the batch
+ * is seen): with no endpoint registered, a batch of creates pays one indexed
+ * lookup in all.
  */
 export function eventRecorder(db: Database.Database) {
   const anyEndpoint = db
     .prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
     .pluck();
-  const eventsOf = db
-    .prepare<[string], string>('SELECT events FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL')
+  const isSubscribed = db
+    .prepare<{ owner: string; type: string }, number>(
+      `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE ${SUBSCRIBED})`,
+    )
     .pluck();
-  const insert = db.prepare<{
-    type: WebhookEventType;
-    owner: string;
-    id: bigint;
-    name: string | null;
-    tag: string | null;
-    at: number;
-  }>(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id, type, plant_id, name, tag, occurred_at, next_attempt_at)
-     SELECT 'msg_' || lower(hex(randomblob(16))), id, @type, @id, @name, @tag, @at, @at
-     FROM webhook_endpoints
-     WHERE owner = @owner AND disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0`,
+  const insert = db.prepare<[string, string, bigint, string | null, string | null, number]>(
+    'INSERT INTO webhook_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
   let any: boolean | undefined;
-  const subscribed = new Map<string, string>();
+  const subscribed = new Map<string, boolean>();
   return {
     /** Forgets what the previous batch read. */
     newBatch(): void {
@@ -88,20 +108,48 @@ export function eventRecorder(db: Database.Database) {
     record(type: WebhookEventType, owner: string, id: bigint, name: string | null, tag: string | null): void {
       any ??= anyEndpoint.get() === 1;
       if (!any) return;
-      let events = subscribed.get(owner);
-      if (events === undefined) {
-        events = ` ${eventsOf.all(owner).join(' ')} `;
-        subscribed.set(owner, events);
+      const key = `${type} ${owner}`;
+      let yes = subscribed.get(key);
+      if (yes === undefined) {
+        yes = isSubscribed.get({ owner, type }) === 1;
+        subscribed.set(key, yes);
       }
-      if (events.includes(` ${type} `)) insert.run({ type, owner, id, name, tag, at: Date.now() });
+      if (yes) insert.run(owner, type, id, name, tag, Date.now());
     },
   };
 }
 
-/** Claims, settlements and endpoint disabling, as plain statements; the caller owns the transaction. */
+/** Fan-out, claims, settlements and endpoint disabling, as plain statements; the caller owns the transaction. */
 export function outboxWriter(db: Database.Database) {
-  const endpoints = db.prepare<[string], EndpointRow>(
-    'SELECT id, url, secret FROM webhook_endpoints WHERE key_id = ? AND disabled_at IS NULL',
+  const newEvents = db
+    .prepare<[number], EventRow>(
+      'SELECT seq, owner, type, plant_id, name, tag, occurred_at FROM webhook_events ORDER BY seq LIMIT ?',
+    )
+    .safeIntegers(true);
+  const fanOut = db.prepare<{
+    owner: string;
+    type: string;
+    id: bigint;
+    name: string | null;
+    tag: string | null;
+    at: bigint;
+  }>(
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, type, plant_id, name, tag, occurred_at, next_attempt_at)
+     SELECT 'msg_' || lower(hex(randomblob(16))), id, @type, @id, @name, @tag, @at, @at
+     FROM webhook_endpoints WHERE ${SUBSCRIBED}`,
+  );
+  const countIn = db.prepare<{ owner: string; type: string }>(
+    `UPDATE webhook_endpoints SET pending = pending + 1 WHERE ${SUBSCRIBED}`,
+  );
+  const forget = db.prepare<[bigint]>('DELETE FROM webhook_events WHERE seq <= ?');
+  const overfull = db
+    .prepare<[number], string>('SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > ?')
+    .pluck();
+  // Matches the partial index webhook_endpoints_due.
+  const dueEndpoints = db.prepare<[number, string], EndpointRow>(
+    `SELECT id, owner, url, secret, failures FROM webhook_endpoints
+     WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ? AND key_id = ?
+     ORDER BY retry_at, id`,
   );
   const due = db
     .prepare<[string, number, number], DueRow>(
@@ -110,58 +158,117 @@ export function outboxWriter(db: Database.Database) {
        ORDER BY next_attempt_at, seq LIMIT ?`,
     )
     .safeIntegers(true);
+  const nextDue = db
+    .prepare<[string], number | null>('SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ?')
+    .pluck();
+  const leaseEndpoint = db.prepare<[number, string | null, string]>(
+    'UPDATE webhook_endpoints SET retry_at = ?, claim = ? WHERE id = ?',
+  );
   const lease = db.prepare<[number, string, bigint]>(
     'UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, claim = ? WHERE seq = ?',
   );
-  const remove = db.prepare<[bigint, string]>('DELETE FROM webhook_deliveries WHERE seq = ? AND claim = ?');
+  const remove = db.prepare<[bigint, string]>(
+    'DELETE FROM webhook_deliveries WHERE seq = ? AND claim = ? RETURNING endpoint_id',
+  );
+  const countOut = db.prepare<[string]>('UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = ?');
   const retry = db.prepare<[number, string, bigint, string]>(
     'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
   );
   const release = db.prepare<[number, bigint, string]>(
     'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
   );
+  const endClaim = db.prepare<[number, string, string, string]>(
+    `UPDATE webhook_endpoints SET retry_at = ?,
+       failures = CASE ? WHEN 'done' THEN 0 WHEN 'failed' THEN failures + 1 ELSE failures END, claim = NULL
+     WHERE id = ? AND claim = ?`,
+  );
   const disable = db.prepare<[number, string, string]>(
-    'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL',
+    'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, pending = 0, claim = NULL WHERE id = ? AND disabled_at IS NULL',
   );
   const dropAll = db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE endpoint_id = ?');
 
-  const claim = (op: Extract<OutboxOp, { kind: 'outbox-claim' }>): ClaimRow[] => {
-    const { keyId, limit, perEndpoint, leaseMs, exclude } = op.options;
-    const busy = new Set(exclude);
-    const picked: { row: DueRow; endpoint: EndpointRow }[] = [];
-    for (const endpoint of endpoints.all(keyId)) {
-      if (busy.has(endpoint.id)) continue;
-      for (const row of due.all(endpoint.id, op.now, perEndpoint)) picked.push({ row, endpoint });
+  const disableEndpoint = (endpointId: string, reason: string, now: number): boolean => {
+    const disabled = disable.run(now, reason, endpointId).changes === 1;
+    if (disabled) dropAll.run(endpointId);
+    return disabled;
+  };
+
+  /** Gives the waiting events to the endpoints subscribed; disables those that fell too far behind. */
+  const fanOutEvents = (now: number, maxPending: number): void => {
+    const events = newEvents.all(FAN_OUT_BATCH);
+    if (events.length === 0) return;
+    for (const e of events) {
+      const at = { owner: e.owner, type: e.type };
+      fanOut.run({ ...at, id: e.plant_id, name: e.name, tag: e.tag, at: e.occurred_at });
+      countIn.run(at);
     }
-    picked.sort((a, b) => Number(a.row.next_attempt_at - b.row.next_attempt_at) || Number(a.row.seq - b.row.seq));
-    const claimed = picked.slice(0, limit);
-    for (const { row } of claimed) lease.run(op.now + leaseMs, op.claim, row.seq);
-    return claimed.map(({ row, endpoint }) => ({
-      seq: row.seq,
-      eventId: row.event_id,
-      endpointId: endpoint.id,
-      url: endpoint.url,
-      secret: endpoint.secret,
-      type: row.type,
-      plantId: row.plant_id,
-      name: row.name,
-      tag: row.tag,
-      occurredAt: Number(row.occurred_at),
-      attempts: Number(row.attempts) + 1,
-    }));
+    forget.run(events[events.length - 1]!.seq);
+    for (const id of overfull.all(maxPending)) {
+      disableEndpoint(id, tooManyPendingReason(maxPending, new Date(now)), now);
+    }
+  };
+
+  const claim = (op: Extract<OutboxOp, { kind: 'outbox-claim' }>): ClaimRow[] => {
+    const { keyId, limit, perEndpoint, leaseMs, exclude, perOwner, busyOwners, maxPending } = op.options;
+    fanOutEvents(op.now, maxPending);
+    const busy = new Set(exclude);
+    const owners = new Map(busyOwners);
+    const claimed: ClaimRow[] = [];
+    let endpoints = 0;
+    for (const endpoint of dueEndpoints.all(op.now, keyId)) {
+      if (endpoints >= limit) break;
+      const taken = owners.get(endpoint.owner) ?? 0;
+      if (busy.has(endpoint.id) || taken >= perOwner) continue;
+      const rows = due.all(endpoint.id, op.now, perEndpoint);
+      if (rows.length === 0) {
+        // Its events all wait for their own retry: not worth a look before then.
+        leaseEndpoint.run(nextDue.get(endpoint.id) ?? op.now, null, endpoint.id);
+        continue;
+      }
+      endpoints++;
+      owners.set(endpoint.owner, taken + 1);
+      leaseEndpoint.run(op.now + leaseMs, op.claim, endpoint.id);
+      for (const row of rows) {
+        lease.run(op.now + leaseMs, op.claim, row.seq);
+        claimed.push({
+          seq: row.seq,
+          eventId: row.event_id,
+          endpointId: endpoint.id,
+          owner: endpoint.owner,
+          url: endpoint.url,
+          secret: endpoint.secret,
+          failures: endpoint.failures,
+          type: row.type,
+          plantId: row.plant_id,
+          name: row.name,
+          tag: row.tag,
+          occurredAt: Number(row.occurred_at),
+          attempts: Number(row.attempts) + 1,
+        });
+      }
+    }
+    return claimed;
   };
 
   const settle = (op: Extract<OutboxOp, { kind: 'outbox-settle' }>): boolean => {
     const s: DeliverySettlement = op.settlement;
     switch (s.kind) {
       case 'delivered':
-      case 'drop':
-        return remove.run(op.seq, op.claim).changes === 1;
+      case 'drop': {
+        const gone = remove.get(op.seq, op.claim) as { endpoint_id: string } | undefined;
+        if (gone) countOut.run(gone.endpoint_id);
+        return gone !== undefined;
+      }
       case 'retry':
         return retry.run(op.now + s.delayMs, s.error, op.seq, op.claim).changes === 1;
       case 'release':
         return release.run(op.now, op.seq, op.claim).changes === 1;
     }
+  };
+
+  const end = (op: Extract<OutboxOp, { kind: 'outbox-end' }>): boolean => {
+    const at = op.end.kind === 'failed' ? op.now + op.end.delayMs : op.now;
+    return endClaim.run(at, op.end.kind, op.endpointId, op.claim).changes === 1;
   };
 
   return (op: OutboxOp): OutboxResults[OutboxOp['kind']] => {
@@ -170,11 +277,10 @@ export function outboxWriter(db: Database.Database) {
         return claim(op);
       case 'outbox-settle':
         return settle(op);
-      case 'outbox-disable': {
-        const disabled = disable.run(op.now, op.reason, op.endpointId).changes === 1;
-        if (disabled) dropAll.run(op.endpointId);
-        return disabled;
-      }
+      case 'outbox-end':
+        return end(op);
+      case 'outbox-disable':
+        return disableEndpoint(op.endpointId, op.reason, op.now);
     }
   };
 }

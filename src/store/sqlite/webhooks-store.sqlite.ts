@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import type {
-  ClaimOptions,
-  ClaimedDelivery,
-  DeliverySettlement,
-  OutboxStore,
-  WebhookEndpointRecord,
-  WebhookEventType,
-  WebhookStore,
+import {
+  TooManyEndpointsError,
+  type ClaimEnd,
+  type ClaimOptions,
+  type ClaimedDelivery,
+  type DeliverySettlement,
+  type OutboxStore,
+  type WebhookEndpointRecord,
+  type WebhookEventType,
+  type WebhookStore,
 } from '../store.js';
 import type { WriterThread } from './writer-thread.js';
 
@@ -36,25 +38,39 @@ const toRecord = (row: EndpointRow): WebhookEndpointRecord & { pending: number }
 });
 
 export class SqliteWebhookStore implements WebhookStore {
-  readonly #insert: Database.Statement<[string, string, string, string, Buffer, string, number]>;
+  readonly #insert: Database.Statement<[string, string, string, string, Buffer, string, number, string, number]>;
   readonly #all: Database.Statement<[], EndpointRow>;
   readonly #remove: Database.Statement<[string]>;
 
   constructor(db: Database.Database) {
+    // The count and the insert are one statement: two adds at once cannot both pass the cap.
     this.#insert = db.prepare(
-      'INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at)
+       SELECT ?, ?, ?, ?, ?, ?, ?
+       WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL) < ?`,
     );
     this.#all = db.prepare(
-      `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason,
-         (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS pending
-       FROM webhook_endpoints e ORDER BY created_at, id`,
+      `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
+       FROM webhook_endpoints ORDER BY created_at, id`,
     );
     // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
     this.#remove = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
   }
 
-  async add(e: WebhookEndpointRecord, sealedSecret: Buffer): Promise<void> {
-    this.#insert.run(e.id, e.owner, e.url, e.events.join(' '), sealedSecret, e.keyId, e.createdAt.getTime());
+  async add(e: WebhookEndpointRecord, sealedSecret: Buffer, limits?: { maxPerOwner: number }): Promise<void> {
+    const maxPerOwner = limits?.maxPerOwner ?? Number.MAX_SAFE_INTEGER;
+    const { changes } = this.#insert.run(
+      e.id,
+      e.owner,
+      e.url,
+      e.events.join(' '),
+      sealedSecret,
+      e.keyId,
+      e.createdAt.getTime(),
+      e.owner,
+      maxPerOwner,
+    );
+    if (changes !== 1) throw new TooManyEndpointsError(e.owner, maxPerOwner);
   }
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
@@ -74,19 +90,24 @@ export class SqliteOutboxStore implements OutboxStore {
     db: Database.Database,
     private readonly writer: WriterThread,
   ) {
+    // Endpoints waiting out a backoff or held by a claim are not due, so their
+    // waiting events cost a poll nothing (the partial index webhook_endpoints_due).
     this.#anyDue = db
-      .prepare<[number], number>('SELECT 1 FROM webhook_deliveries WHERE next_attempt_at <= ? LIMIT 1')
+      .prepare<[number], number>(
+        `SELECT EXISTS (SELECT 1 FROM webhook_events)
+           OR EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ?)`,
+      )
       .pluck();
   }
 
   async claim(options: ClaimOptions): Promise<ClaimedDelivery[]> {
     const now = Date.now();
     // Polling is a read; only a due row is worth taking the write lock for.
-    if (this.#anyDue.get(now) === undefined) return [];
+    if (this.#anyDue.get(now) !== 1) return [];
     const claim = randomBytes(12).toString('base64url');
     const rows = await this.writer.run({
       kind: 'outbox-claim',
-      options: { ...options, exclude: [...options.exclude] },
+      options: { ...options, exclude: [...options.exclude], busyOwners: new Map(options.busyOwners) },
       now,
       claim,
     });
@@ -94,8 +115,10 @@ export class SqliteOutboxStore implements OutboxStore {
       ref: r.seq.toString(),
       eventId: r.eventId,
       endpointId: r.endpointId,
+      owner: r.owner,
       url: r.url,
       sealedSecret: Buffer.from(r.secret),
+      endpointFailures: r.failures,
       type: r.type,
       plantId: r.plantId,
       name: r.name,
@@ -108,6 +131,10 @@ export class SqliteOutboxStore implements OutboxStore {
 
   settle(d: ClaimedDelivery, settlement: DeliverySettlement): Promise<boolean> {
     return this.writer.run({ kind: 'outbox-settle', seq: BigInt(d.ref), claim: d.claim, settlement, now: Date.now() });
+  }
+
+  endClaim(endpointId: string, claim: string, end: ClaimEnd): Promise<boolean> {
+    return this.writer.run({ kind: 'outbox-end', endpointId, claim, end, now: Date.now() });
   }
 
   disableEndpoint(endpointId: string, reason: string): Promise<boolean> {
