@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse } from 'lossless-json';
 import { errors } from '../http/errors.js';
+import { NAME_MAX_LENGTH, TAG_MAX_LENGTH } from '../schemas/plant.js';
 
 const INTEGER_LITERAL = /^-?(0|[1-9]\d*)$/;
 // "-9223372036854775808" is the longest int64 literal.
@@ -23,6 +24,17 @@ function parseNumber(text: string): bigint | number {
  */
 const MAX_JSON_VALUES = 100;
 
+/**
+ * The longest JSON string a valid body can hold, as written: the longest
+ * field with every character an escaped surrogate pair (12 characters for
+ * one code point). The parser takes time out of proportion to a long string
+ * (a megabyte one held the event loop for over 100 ms), so a longer one is
+ * refused before parsing.
+ */
+const MAX_JSON_STRING = Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH) * 12;
+
+const TOO_LONG_STRING = `a string in the request body is longer than any field allows (name and tag: at most ${Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH)} characters)`;
+
 const STRUCTURE = /["[{,:]/g;
 // No number, true, false or null a body may hold comes near this length; the
 // parser would read a megabyte of digits one at a time.
@@ -30,7 +42,8 @@ const LONG_LITERAL = /[^\s\]}]{65}/;
 
 /**
  * Why `text` is refused before parsing: more than `max` commas, colons, `[`
- * and `{` outside strings, or a literal (a number) of more than 64 characters.
+ * and `{` outside strings, a literal (a number) of more than 64 characters,
+ * or a string longer than MAX_JSON_STRING (terminated or not).
  */
 function tooCostly(text: string, max: number): string | undefined {
   let count = 0;
@@ -49,7 +62,9 @@ function tooCostly(text: string, max: number): string | undefined {
     let end = m.index;
     for (;;) {
       end = text.indexOf('"', end + 1);
-      if (end < 0) return undefined; // unterminated: the parser says so
+      if (end < 0) end = text.length; // unterminated: the parser says so, if it is short
+      if (end - m.index - 1 > MAX_JSON_STRING) return TOO_LONG_STRING;
+      if (end === text.length) return undefined;
       let slashes = 0;
       while (text.charCodeAt(end - 1 - slashes) === 92) slashes++;
       if (slashes % 2 === 0) break;
