@@ -43,18 +43,23 @@ const LONG_LITERAL = /[^\s\]}]{65}/;
 /**
  * Why `text` is refused before parsing: more than `max` commas, colons, `[`
  * and `{` outside strings, a literal (a number) of more than 64 characters,
- * or a string longer than MAX_JSON_STRING (terminated or not).
+ * or a string longer than MAX_JSON_STRING (terminated or not). Otherwise
+ * the number of colons outside strings: the keys of a valid body.
  */
-function tooCostly(text: string, max: number): string | undefined {
+function tooCostly(text: string, max: number): { refusal: string } | { keys: number } {
   let count = 0;
+  let keys = 0;
   let from = 0;
   const literalTooLong = (to: number) => to - from > 64 && LONG_LITERAL.test(text.slice(from, to));
   STRUCTURE.lastIndex = 0;
   for (let m = STRUCTURE.exec(text); m !== null; m = STRUCTURE.exec(text)) {
-    if (literalTooLong(m.index)) return 'a number in the request body is too long';
+    if (literalTooLong(m.index)) return { refusal: 'a number in the request body is too long' };
     if (m[0] !== '"') {
       if (++count > max)
-        return `request body has more than ${max} JSON values (keys, array elements, objects): a NewPlant has 3 properties`;
+        return {
+          refusal: `request body has more than ${max} JSON values (keys, array elements, objects): a NewPlant has 3 properties`,
+        };
+      if (m[0] === ':') keys++;
       from = m.index + 1;
       continue;
     }
@@ -63,16 +68,25 @@ function tooCostly(text: string, max: number): string | undefined {
     for (;;) {
       end = text.indexOf('"', end + 1);
       if (end < 0) end = text.length; // unterminated: the parser says so, if it is short
-      if (end - m.index - 1 > MAX_JSON_STRING) return TOO_LONG_STRING;
-      if (end === text.length) return undefined;
+      if (end - m.index - 1 > MAX_JSON_STRING) return { refusal: TOO_LONG_STRING };
+      if (end === text.length) return { keys };
       let slashes = 0;
       while (text.charCodeAt(end - 1 - slashes) === 92) slashes++;
       if (slashes % 2 === 0) break;
     }
     STRUCTURE.lastIndex = from = end + 1;
   }
-  return literalTooLong(text.length) ? 'a number in the request body is too long' : undefined;
+  return literalTooLong(text.length) ? { refusal: 'a number in the request body is too long' } : { keys };
 }
+
+/** Keys of every object in a parsed body (at most MAX_JSON_VALUES of them, so cheap to walk). */
+function countKeys(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, item) => n + countKeys(item), 0);
+  if (value === null || typeof value !== 'object') return 0;
+  return Object.entries(value).reduce((n, [, item]) => n + 1 + countKeys(item), 0);
+}
+
+const DUPLICATE_KEY = /^Duplicate key '(.*)' encountered/;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -106,13 +120,24 @@ export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number):
         return done(errors.badRequest('request body is not valid UTF-8'));
       }
       if (text.trim() === '') return done(null, undefined);
-      const refusal = tooCostly(text, MAX_JSON_VALUES);
-      if (refusal !== undefined) return done(errors.badRequest(refusal));
+      const scan = tooCostly(text, MAX_JSON_VALUES);
+      if ('refusal' in scan) return done(errors.badRequest(scan.refusal));
+      let parsed: unknown;
       try {
-        done(null, parse(text, null, { parseNumber }));
+        parsed = parse(text, null, { parseNumber });
       } catch (error) {
-        done(errors.badRequest(`request body is not valid JSON: ${(error as Error).message.slice(0, 200)}`));
+        const message = (error as Error).message;
+        const duplicate = DUPLICATE_KEY.exec(message)?.[1];
+        if (duplicate !== undefined)
+          return done(
+            errors.badRequest(`request body has the key ${JSON.stringify(duplicate.slice(0, 100))} more than once`),
+          );
+        return done(errors.badRequest(`request body is not valid JSON: ${message.slice(0, 200)}`));
       }
+      // The parser refuses a repeated key only when its values differ; a
+      // repeat with the same value is just as ambiguous to other readers.
+      if (countKeys(parsed) !== scan.keys) return done(errors.badRequest('request body has a key more than once'));
+      done(null, parsed);
     },
   );
 }
