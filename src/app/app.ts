@@ -15,7 +15,7 @@ import { openapiRoute } from '../routes/openapi.js';
 import { plantRoutes } from '../routes/plants.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
-import { SECURITY_HEADERS } from '../http/headers.js';
+import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
@@ -56,15 +56,21 @@ const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(
 
 /**
  * Node answers "Expect: 100-continue" by inviting the body before any hook
- * runs. Invite it only when it could be accepted: with credentials and within
- * the size limit; otherwise the request goes straight to the handlers, which
- * refuse it (401, 413) without reading the body.
+ * runs. Invite it only once the body could be accepted: after the route's
+ * onRequest hooks (the token check) passed, when the body is about to be
+ * read, and only within the size limit. Otherwise the request goes straight
+ * to the handlers, which refuse it (401, 413) without reading the body.
  */
 function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
+  const waiting = new WeakSet<IncomingMessage>();
   app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const length = Number(req.headers['content-length'] ?? 0);
-    if (req.headers.authorization !== undefined && !(length > bodyLimit)) res.writeContinue();
+    if (!(length > bodyLimit)) waiting.add(req);
     app.server.emit('request', req, res);
+  });
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (waiting.delete(request.raw)) reply.raw.writeContinue();
+    done(null, payload);
   });
 }
 
@@ -127,6 +133,11 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close');
       return done(errors.badRequest('the Host header is missing: HTTP/1.1 requests must send one'));
+    }
+    // RFC 9112 3.2: a request with more than one Host is refused; Node keeps the first, a proxy may use another.
+    if (headerCount(request.raw.rawHeaders, 'host') > 1) {
+      reply.header('connection', 'close');
+      return done(errors.badRequest('more than one Host header'));
     }
     if (closing) {
       refused.add(request);

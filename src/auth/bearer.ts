@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { errors } from '../http/errors.js';
+import { headerCount } from '../http/headers.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { JwtRejection, type JwtVerifier } from './jwt.js';
 import { TOKEN_PREFIX, looksLikeToken, unusableReason } from './tokens.js';
@@ -19,12 +20,6 @@ declare module 'fastify' {
 
 // RFC 7235: the scheme name is case-insensitive; RFC 6750 b64token syntax.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
-function countAuthorization(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') n++;
-  return n;
-}
 
 export type Authenticate = (scope: Scope) => onRequestHookHandler;
 
@@ -52,7 +47,7 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
       if (header === undefined || !/^bearer(\s|$)/i.test(header)) return done(errors.missingCredentials());
       // Node keeps the first of several Authorization headers; a proxy might
       // use another one. Refuse the ambiguity instead of guessing.
-      if (countAuthorization(request.raw.rawHeaders) > 1)
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 1)
         return done(errors.invalidToken('more than one Authorization header'));
       const token = BEARER.exec(header)?.[1];
       if (!token) return done(errors.invalidToken('malformed token'));

@@ -184,6 +184,7 @@ async function startPrimaryAdmin(
   try {
     return await startAdmin(config.host, config.adminPort!, {
       logger: log,
+      limits: config,
       metrics: async () => {
         try {
           return await clusterMetricsText();
