@@ -16,6 +16,7 @@ import { plantRoutes } from '../routes/plants.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
+import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
@@ -24,24 +25,9 @@ import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logge
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
+// An incoming X-Request-Id that looks like a credential is never echoed or
+// logged: a client or a proxy may have put a secret there by mistake.
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
-const CREDENTIAL_RUN = /[A-Za-z0-9_-]{32,}/g;
-
-/**
- * Whether an incoming X-Request-Id looks like a credential: one of our tokens
- * (plnt_…), a JWT (eyJ…), or any long run of URL-safe characters mixing upper
- * case, lower case and digits, as random secrets do (UUIDs and hex trace ids
- * do not). Such a value is never echoed or logged: a client or a proxy may
- * have put a secret there by mistake.
- */
-function looksLikeSecret(id: string): boolean {
-  if (/plnt_|^eyJ/i.test(id)) return true;
-  for (const [run] of id.matchAll(CREDENTIAL_RUN)) {
-    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /\d/.test(run)) return true;
-  }
-  return false;
-}
-
 /** The request id to use: the caller's X-Request-Id when it is safe to repeat, else a new one. */
 function requestId(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) && !looksLikeSecret(incoming)

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { errors } from '../http/errors.js';
 import { headerCount } from '../http/headers.js';
+import { LogSampler, clip } from '../http/log-lines.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { JwtRejection, type JwtVerifier } from './jwt.js';
 import { TOKEN_PREFIX, looksLikeToken, unusableReason } from './tokens.js';
@@ -33,6 +34,8 @@ export type Authenticate = (scope: Scope) => onRequestHookHandler;
  * an opaque token's.
  */
 export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
+  // Anyone can send bogus JWTs: one line per reason per 10 s, with a count of the others.
+  const refusals = new LogSampler(10_000);
   const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
     if (!record) return errors.invalidToken('unknown token');
     const unusable = unusableReason(record);
@@ -52,7 +55,7 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
       const token = BEARER.exec(header)?.[1];
       if (!token) return done(errors.invalidToken('malformed token'));
       if (!looksLikeToken(token)) {
-        if (jwt && !token.startsWith(TOKEN_PREFIX)) return checkJwt(jwt, request, scope, token, done);
+        if (jwt && !token.startsWith(TOKEN_PREFIX)) return checkJwt(jwt, refusals, request, scope, token, done);
         return done(errors.invalidToken('malformed token'));
       }
       const cached = cache.cached(token);
@@ -63,6 +66,7 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
 
 function checkJwt(
   jwt: JwtVerifier,
+  refusals: LogSampler,
   request: FastifyRequest,
   scope: Scope,
   token: string,
@@ -80,8 +84,12 @@ function checkJwt(
     (principal) => done(allow(principal)),
     (error: unknown) => {
       if (!(error instanceof JwtRejection)) return done(error as Error);
-      // The reason, never the token.
-      request.log.info({ reqId: request.id, jwt: error.detail }, 'bearer JWT refused');
+      // The reason, never the token; what came from the token (a kid) is cut short.
+      const sampled = refusals.take(error.reason);
+      if (sampled) {
+        const more = sampled.omitted > 0 ? { similarBefore: sampled.omitted } : {};
+        request.log.info({ reqId: request.id, jwt: clip(error.detail), ...more }, 'bearer JWT refused');
+      }
       done(errors.invalidToken(error.reason));
     },
   );

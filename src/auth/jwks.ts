@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { createRemoteJWKSet, errors as joseErrors, type JWTHeaderParameters, type FlattenedJWSInput } from 'jose';
+import { clip } from '../http/log-lines.js';
 
 /** Where the signing keys come from: a JWKS URL, or an OIDC issuer whose discovery document names one. */
 export type KeySource = { jwksUrl: string } | { oidcIssuer: string };
@@ -35,6 +36,10 @@ export class NoSigningKeyError extends Error {
 }
 
 type RemoteSet = ReturnType<typeof createRemoteJWKSet>;
+
+/** A token's kid for messages and the log: it is the sender's text, so it is cut short. */
+const kidOf = (header: JWTHeaderParameters): string =>
+  header.kid === undefined ? 'null' : JSON.stringify(clip(String(header.kid), 64));
 
 /**
  * The issuer's signing keys, fetched with jose's createRemoteJWKSet but on
@@ -95,14 +100,14 @@ export class JwksKeys {
       return await remote(header, token);
     } catch (error) {
       if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
-      if (await this.#refreshSoon(`unknown key ${JSON.stringify(header.kid ?? null)}`)) {
+      if (await this.#refreshSoon(`unknown key ${kidOf(header)}`)) {
         try {
           return await remote(header, token);
         } catch (again) {
           if (!(again instanceof joseErrors.JWKSNoMatchingKey)) throw again;
         }
       }
-      throw new NoSigningKeyError(`no signing key matches kid ${JSON.stringify(header.kid ?? null)}`);
+      throw new NoSigningKeyError(`no signing key matches kid ${kidOf(header)}`);
     }
   };
 
