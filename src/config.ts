@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -16,6 +17,12 @@ export const SETTINGS = {
     default: './data/plants.db',
     kind: 'string',
     help: 'SQLite file path, or a postgres:// or postgresql:// URL',
+  },
+  'db-file': {
+    env: 'PLANTS_DB_FILE',
+    default: '',
+    kind: 'string',
+    help: 'file holding the --db value, so that a PostgreSQL password stays out of the process list (instead of --db)',
   },
   workers: {
     env: 'PLANTS_WORKERS',
@@ -170,6 +177,12 @@ export const SETTINGS = {
     kind: 'redis-url',
     help: 'redis:// or rediss:// URL where every process keeps its rate-limit counters; off: each process counts alone',
   },
+  'redis-url-file': {
+    env: 'PLANTS_REDIS_URL_FILE',
+    default: '',
+    kind: 'string',
+    help: 'file holding the --redis URL, so that its password stays out of the process list (instead of --redis)',
+  },
   'redis-key-prefix': {
     env: 'PLANTS_REDIS_KEY_PREFIX',
     default: 'plant-store:',
@@ -227,6 +240,10 @@ const ConfigSchema = Type.Object({
   host: Type.String({ minLength: 1 }),
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
   db: Type.String({ minLength: 1 }),
+  dbFile: Type.Optional(Type.String({ minLength: 1 })),
+  redisUrlFile: Type.Optional(Type.String({ minLength: 1 })),
+  /** The flags whose value carries a password on the command line (warned about at start). */
+  passwordsInArgv: Type.Optional(Type.Array(Type.String())),
   workers: Type.Integer({ minimum: 1, maximum: 256 }),
   durability: Type.Union(DURABILITIES.map((d) => Type.Literal(d))),
   bodyLimit: Type.Integer({ minimum: 64, maximum: 1024 ** 3 }),
@@ -340,9 +357,11 @@ export function loadConfig(
 ): Readonly<Config> {
   const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
   const sources = new Map<SettingName, Source>();
+  // A file that holds a setting's value is read wherever the setting is.
+  const reads = (name: SettingName) => only.includes(name) || only.includes(FILE_OF[name] as SettingName);
   for (const name of ALL_SETTINGS) {
-    const flag = only.includes(name) ? flags[name] : undefined;
-    const fromEnv = only.includes(name) ? env[SETTINGS[name].env] : undefined;
+    const flag = reads(name) ? flags[name] : undefined;
+    const fromEnv = reads(name) ? env[SETTINGS[name].env] : undefined;
     const source: Source = flag !== undefined ? 'flag' : fromEnv !== undefined ? 'env' : 'default';
     sources.set(name, source);
     const raw = flag ?? fromEnv ?? SETTINGS[name].default;
@@ -361,6 +380,7 @@ export function loadConfig(
     throw new ConfigError(`invalid ${label(key)}: ${err?.message ?? 'bad value'} (got ${JSON.stringify(err?.value)})`);
   }
   const config = out as Config;
+  readUrlFiles(config, sources, label);
   const dbProblem = checkDb(config.db);
   if (dbProblem) throw new ConfigError(`${label('db')} ${dbProblem}`);
   const corsProblem = checkCorsOrigin(config.corsOrigin);
@@ -379,6 +399,47 @@ export function loadConfig(
   }
   checkJwtSettings(config, label);
   return Object.freeze(config);
+}
+
+// The settings whose value a file may hold instead (key: the file's setting).
+const FILE_OF: Partial<Record<SettingName, SettingName>> = { 'db-file': 'db', 'redis-url-file': 'redis' };
+
+/** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
+const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);
+
+/**
+ * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
+ * that its password is not on the command line, where every user of the
+ * machine can read it (ps). Which flags still carry one there is noted for
+ * the start-up warning.
+ */
+function readUrlFiles(config: Config, sources: Map<SettingName, Source>, label: (key: string) => string): void {
+  for (const [fileKey, key] of [
+    ['dbFile', 'db'],
+    ['redisUrlFile', 'redis'],
+  ] as const) {
+    const path = config[fileKey];
+    if (path === undefined) continue;
+    if (sources.get(key) !== 'default')
+      throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8').trim();
+    } catch (error) {
+      throw new ConfigError(
+        `${label(fileKey)}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+    if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
+    if (key === 'redis' && !/^rediss?:\/\/./i.test(text))
+      throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
+    config[key] = text;
+  }
+  const inArgv = (['db', 'redis'] as const).filter((key) => {
+    const value = config[key];
+    return sources.get(key) === 'flag' && typeof value === 'string' && hasPassword(value);
+  });
+  if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((key) => `--${key}`);
 }
 
 /** JWTs are accepted when a key source is set; then issuer and audience must be pinned too. */
@@ -448,8 +509,27 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** A URL's password replaced by "***", for messages. */
-export const withoutPassword = (text: string): string => text.replace(/^([^:/]*:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+/**
+ * A URL fit for a message, even a malformed one: everything between the
+ * scheme and the last "@" (user and password, whatever characters the
+ * password holds) becomes "***", and what follows is shown only when it looks
+ * like a host, port and database name (an "@" may sit in the password).
+ * Without an "@", a colon in the authority not followed by a port number is
+ * taken for a password too. Text without a scheme (a file path) is returned
+ * as it is.
+ */
+export function withoutPassword(text: string): string {
+  const prefix = /^[a-z][a-z0-9+.-]*(?::\/{0,3}|\/\/)/i.exec(text)?.[0] ?? '';
+  const rest = text.slice(prefix.length);
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    const after = rest.slice(at + 1);
+    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?$/.test(after) ? after : '…'}`;
+  }
+  if (prefix === '') return text;
+  const authority = rest.split(/[/?#]/, 1)[0]!;
+  return /:(?!\d*$)/.test(authority) ? `${prefix}***${rest.slice(authority.length)}` : text;
+}
 
 const SUPPORTED_DB_FORMS =
   'give a SQLite file path (such as ./data/plants.db) or a postgres://user:password@host:5432/database URL (postgresql:// works too)';
