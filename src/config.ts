@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -132,6 +133,15 @@ export const SETTINGS = {
     arg: 'PATH|URL',
     schema: Type.String({ minLength: 1 }),
     help: 'SQLite file path, or a postgres:// or postgresql:// URL',
+  },
+  'db-file': {
+    group: 'storage',
+    env: 'PLANTS_DB_FILE',
+    default: '',
+    kind: 'string',
+    arg: 'PATH',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'file holding the --db value, so that a PostgreSQL password stays out of the process list (instead of --db)',
   },
   durability: {
     group: 'storage',
@@ -343,6 +353,15 @@ export const SETTINGS = {
     schema: Type.Union([Type.String(), Type.Null()]),
     help: 'redis:// or rediss:// URL where every process keeps its rate-limit counters (needs a limit on); off: each process counts alone',
   },
+  'redis-url-file': {
+    group: 'limits',
+    env: 'PLANTS_REDIS_URL_FILE',
+    default: '',
+    kind: 'string',
+    arg: 'PATH',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'file holding the --redis URL, so that its password stays out of the process list (instead of --redis)',
+  },
   'redis-key-prefix': {
     group: 'limits',
     env: 'PLANTS_REDIS_KEY_PREFIX',
@@ -409,6 +428,8 @@ export const settingSpec = (name: SettingName): SettingSpec => SETTINGS[name];
 const ConfigSchema = Type.Object({
   ...(Object.fromEntries(ALL_SETTINGS.map((name) => [camel(name), SETTINGS[name].schema])) as SettingSchemas),
   // Not settings of their own: set by the CLI (a terminal) and by tests.
+  /** The flags whose value carries a password on the command line (warned about at start). */
+  passwordsInArgv: Type.Optional(Type.Array(Type.String())),
   logPretty: Type.Boolean(),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
@@ -585,9 +606,11 @@ export function loadConfig(
 ): Readonly<Config> {
   const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
   const sources = new Map<SettingName, Source>();
+  // A file that holds a setting's value is read wherever the setting is.
+  const reads = (name: SettingName) => only.includes(name) || only.includes(FILE_OF[name] as SettingName);
   for (const name of ALL_SETTINGS) {
     const spec = settingSpec(name);
-    const read = only.includes(name);
+    const read = reads(name);
     const fallback = spec.fallbackEnv === undefined ? undefined : env[spec.fallbackEnv];
     const candidates: [Source, unknown][] = read
       ? [
@@ -621,6 +644,7 @@ export function loadConfig(
     );
   }
   const config = out as Config;
+  readUrlFiles(config, sources, label);
   const dbProblem = checkDb(config.db);
   if (dbProblem) throw new ConfigError(`${label('db')} ${dbProblem}`);
   const corsProblem = checkCorsOrigin(config.corsOrigin);
@@ -645,6 +669,47 @@ export function loadConfig(
   }
   checkJwtSettings(config, label);
   return Object.freeze(config);
+}
+
+// The settings whose value a file may hold instead (key: the file's setting).
+const FILE_OF: Partial<Record<SettingName, SettingName>> = { 'db-file': 'db', 'redis-url-file': 'redis' };
+
+/** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
+const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);
+
+/**
+ * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
+ * that its password is not on the command line, where every user of the
+ * machine can read it (ps). Which flags still carry one there is noted for
+ * the start-up warning.
+ */
+function readUrlFiles(config: Config, sources: Map<SettingName, Source>, label: (key: string) => string): void {
+  for (const [fileKey, key] of [
+    ['dbFile', 'db'],
+    ['redisUrlFile', 'redis'],
+  ] as const) {
+    const path = config[fileKey];
+    if (path === undefined) continue;
+    if (sources.get(key) !== 'default')
+      throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8').trim();
+    } catch (error) {
+      throw new ConfigError(
+        `${label(fileKey)}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+    if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
+    if (key === 'redis' && !/^rediss?:\/\/./i.test(text))
+      throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
+    config[key] = text;
+  }
+  const inArgv = (['db', 'redis'] as const).filter((key) => {
+    const value = config[key];
+    return sources.get(key) === 'flag' && typeof value === 'string' && hasPassword(value);
+  });
+  if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((key) => `--${key}`);
 }
 
 /** JWTs are accepted when a key source is set; then issuer and audience must be pinned too. */
@@ -728,8 +793,27 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** A URL's password replaced by "***", for messages. */
-export const withoutPassword = (text: string): string => text.replace(/^([^:/]*:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+/**
+ * A URL fit for a message, even a malformed one: everything between the
+ * scheme and the last "@" (user and password, whatever characters the
+ * password holds) becomes "***", and what follows is shown only when it looks
+ * like a host, port and database name (an "@" may sit in the password).
+ * Without an "@", a colon in the authority not followed by a port number is
+ * taken for a password too. Text without a scheme (a file path) is returned
+ * as it is.
+ */
+export function withoutPassword(text: string): string {
+  const prefix = /^[a-z][a-z0-9+.-]*(?::\/{0,3}|\/\/)/i.exec(text)?.[0] ?? '';
+  const rest = text.slice(prefix.length);
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    const after = rest.slice(at + 1);
+    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?$/.test(after) ? after : '…'}`;
+  }
+  if (prefix === '') return text;
+  const authority = rest.split(/[/?#]/, 1)[0]!;
+  return /:(?!\d*$)/.test(authority) ? `${prefix}***${rest.slice(authority.length)}` : text;
+}
 
 const SUPPORTED_DB_FORMS =
   'give a SQLite file path (such as ./data/plants.db) or a postgres://user:password@host:5432/database URL (postgresql:// works too)';
@@ -759,13 +843,31 @@ export function checkDb(db: string): string | undefined {
   return undefined;
 }
 
-/** Why --cors-origin cannot be used, or undefined. */
+/**
+ * Why --cors-origin cannot be used, or undefined. Each origin must be written
+ * exactly as browsers send it in Origin (scheme, lower-case host, port only
+ * when not the default, no path, no trailing slash): the plugin compares
+ * strings, so any other spelling would never match. Wildcards are refused
+ * except "*" alone.
+ */
 export function checkCorsOrigin(value: string): string | undefined {
   if (value === 'off' || value === '*') return undefined;
-  for (const origin of value.split(',')) {
-    // What browsers send in Origin: scheme, host and port, no path, no trailing slash.
-    if (!/^https?:\/\/[^/\s,]+$/i.test(origin.trim()))
-      return `must be off, * or origins such as https://app.example.com separated by commas, got "${origin.trim()}" (no path, no trailing slash)`;
+  const expected = 'must be off, * or origins such as https://app.example.com separated by commas';
+  for (const raw of value.split(',')) {
+    const origin = raw.trim();
+    const shown = JSON.stringify(origin.slice(0, 200));
+    if (origin.includes('*')) return `${expected}; a wildcard is allowed only as * alone, got ${shown}`;
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      return `${expected}, got ${shown}`;
+    if (url.username || url.password) return `${expected}, got one with a user or password (${url.origin})`;
+    if (url.origin !== origin)
+      return `${expected}, got ${shown}: an origin is scheme, host and port as browsers send it, no path, no trailing slash (write it as ${url.origin})`;
   }
   return undefined;
 }

@@ -4,6 +4,8 @@ import { METRICS_CONTENT_TYPE } from '../metrics/metrics.js';
 import { healthRoutes } from '../routes/health.js';
 import { ErrorBody } from '../schemas/error.js';
 import { AppError } from '../http/errors.js';
+import { SETTINGS } from '../config.js';
+import { guardConnections, serverTimeouts, type ConnectionLimits } from './connection-limits.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 
 export interface AdminOptions {
@@ -12,21 +14,39 @@ export interface AdminOptions {
   metrics: () => Promise<string>;
   /** Resolves when the service is ready; rejects with the reason it is not. */
   ready: () => Promise<void>;
+  /** The main port's connection cap and timeouts (the defaults when not given). */
+  limits?: ConnectionLimits | undefined;
 }
+
+const DEFAULT_LIMITS: ConnectionLimits = {
+  headersTimeoutMs: Number(SETTINGS['headers-timeout-ms'].default),
+  requestTimeoutMs: Number(SETTINGS['request-timeout-ms'].default),
+  keepAliveTimeoutMs: Number(SETTINGS['keep-alive-timeout-ms'].default),
+  maxConnections: Number(SETTINGS['max-connections'].default),
+};
 
 /**
  * The admin listener (--admin-port): /metrics, /healthz and /readyz on a port
  * of their own, so that metrics are never reachable on the public port. It
  * logs no line per request: a scrape every few seconds would drown the log.
+ * Its connections get the main port's cap and timeouts, so that it cannot be
+ * held open by clients that connect and send nothing.
  */
-async function buildAdminApp({ logger, metrics, ready }: AdminOptions): Promise<FastifyInstance> {
+async function buildAdminApp({
+  logger,
+  metrics,
+  ready,
+  limits = DEFAULT_LIMITS,
+}: AdminOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors,
     clientErrorHandler,
     forceCloseConnections: true,
+    ...serverTimeouts(limits),
   });
+  guardConnections(app.server, limits, logger);
   registerErrorHandling(app, 0, false);
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(SECURITY_HEADERS);

@@ -16,7 +16,8 @@ import { plantRoutes } from '../routes/plants.js';
 import { rootRoute } from '../routes/root.js';
 import type { Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
-import { SECURITY_HEADERS } from '../http/headers.js';
+import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
+import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
@@ -25,24 +26,9 @@ import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logge
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
+// An incoming X-Request-Id that looks like a credential is never echoed or
+// logged: a client or a proxy may have put a secret there by mistake.
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
-const CREDENTIAL_RUN = /[A-Za-z0-9_-]{32,}/g;
-
-/**
- * Whether an incoming X-Request-Id looks like a credential: one of our tokens
- * (plnt_…), a JWT (eyJ…), or any long run of URL-safe characters mixing upper
- * case, lower case and digits, as random secrets do (UUIDs and hex trace ids
- * do not). Such a value is never echoed or logged: a client or a proxy may
- * have put a secret there by mistake.
- */
-function looksLikeSecret(id: string): boolean {
-  if (/plnt_|^eyJ/i.test(id)) return true;
-  for (const [run] of id.matchAll(CREDENTIAL_RUN)) {
-    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /\d/.test(run)) return true;
-  }
-  return false;
-}
-
 /** The request id to use: the caller's X-Request-Id when it is safe to repeat, else a new one. */
 function requestId(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) && !looksLikeSecret(incoming)
@@ -57,15 +43,21 @@ const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(
 
 /**
  * Node answers "Expect: 100-continue" by inviting the body before any hook
- * runs. Invite it only when it could be accepted: with credentials and within
- * the size limit; otherwise the request goes straight to the handlers, which
- * refuse it (401, 413) without reading the body.
+ * runs. Invite it only once the body could be accepted: after the route's
+ * onRequest hooks (the token check) passed, when the body is about to be
+ * read, and only within the size limit. Otherwise the request goes straight
+ * to the handlers, which refuse it (401, 413) without reading the body.
  */
 function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
+  const waiting = new WeakSet<IncomingMessage>();
   app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const length = Number(req.headers['content-length'] ?? 0);
-    if (req.headers.authorization !== undefined && !(length > bodyLimit)) res.writeContinue();
+    if (!(length > bodyLimit)) waiting.add(req);
     app.server.emit('request', req, res);
+  });
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (waiting.delete(request.raw)) reply.raw.writeContinue();
+    done(null, payload);
   });
 }
 
@@ -103,6 +95,12 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     childLoggerFactory: (logger) => logger,
   });
   app.addHook('onClose', async () => closeLogger(app.log));
+  if (config.passwordsInArgv?.length) {
+    app.log.warn(
+      `${config.passwordsInArgv.join(' and ')} carry a password on the command line, where every user of this machine can read it (ps); ` +
+        'give it in DATABASE_URL or --db-file (PGPASSWORD and PGPASSFILE work too), and PLANTS_REDIS_URL or --redis-url-file',
+    );
+  }
   guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
@@ -128,6 +126,11 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close');
       return done(errors.badRequest('the Host header is missing: HTTP/1.1 requests must send one'));
+    }
+    // RFC 9112 3.2: a request with more than one Host is refused; Node keeps the first, a proxy may use another.
+    if (headerCount(request.raw.rawHeaders, 'host') > 1) {
+      reply.header('connection', 'close');
+      return done(errors.badRequest('more than one Host header'));
     }
     if (closing) {
       refused.add(request);

@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
 import { AppError, errorResponse, errors } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
-import { requestLine } from './logger.js';
+import { FailureLog, requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
 
 declare module 'fastify' {
@@ -28,6 +28,11 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.badRequest('Content-Length does not match the length of the body');
   }
+  // The /docs page's static files: a path they will not serve (NUL, too long)
+  // is as absent as a missing file, and conditional or range requests may fail.
+  if (fastifyError.statusCode === 403 || fastifyError.statusCode === 404) return errors.notFound('no such file');
+  if (fastifyError.statusCode === 412) return errors.preconditionFailed();
+  if (fastifyError.statusCode === 416) return errors.rangeNotSatisfiable();
   if (fastifyError.statusCode === 400) return errors.badRequest(fastifyError.message);
   if (fastifyError.statusCode === 413) return errors.payloadTooLarge(bodyLimit);
   if (fastifyError.statusCode === 415) return errors.unsupportedMediaType(contentType);
@@ -52,12 +57,23 @@ export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
  *   5xx cause is left for that line, otherwise it is logged here.
  */
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, requestLines: boolean): void {
+  const failures = new FailureLog();
   app.setErrorHandler<FastifyError>((error, request, reply) => {
     const appError = toAppError(error, bodyLimit, request.headers['content-type']);
     // 5xx details go to the log only; the client gets the catalog's message.
     if (appError.statusCode >= 500) {
       if (requestLines) request.failure = error;
-      else app.log.error({ ...requestLine(request, appError.statusCode), err: error }, 'request failed');
+      else {
+        // A kind of failure that repeats (a full disk) is logged with its stack once, then summarised.
+        const sampled = failures.sample(error);
+        if (sampled) {
+          const message =
+            sampled.similarBefore === undefined
+              ? 'request failed'
+              : `request failed; ${sampled.similarBefore} more failed the same way since the last such line`;
+          app.log.error({ ...requestLine(request, appError.statusCode), ...sampled }, message);
+        }
+      }
     }
     return sendError(reply, appError);
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse } from 'lossless-json';
 import { errors } from '../http/errors.js';
 import { parseJsonNumber } from '../schemas/int64.js';
+import { NAME_MAX_LENGTH, TAG_MAX_LENGTH } from '../schemas/plant.js';
 
 /**
  * The most keys, array elements and nested objects or arrays a body may hold
@@ -11,6 +12,17 @@ import { parseJsonNumber } from '../schemas/int64.js';
  */
 const MAX_JSON_VALUES = 100;
 
+/**
+ * The longest JSON string a valid body can hold, as written: the longest
+ * field with every character an escaped surrogate pair (12 characters for
+ * one code point). The parser takes time out of proportion to a long string
+ * (a megabyte one held the event loop for over 100 ms), so a longer one is
+ * refused before parsing.
+ */
+const MAX_JSON_STRING = Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH) * 12;
+
+const TOO_LONG_STRING = `a string in the request body is longer than any field allows (name and tag: at most ${Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH)} characters)`;
+
 const STRUCTURE = /["[{,:]/g;
 // No number, true, false or null a body may hold comes near this length; the
 // parser would read a megabyte of digits one at a time.
@@ -18,18 +30,24 @@ const LONG_LITERAL = /[^\s\]}]{65}/;
 
 /**
  * Why `text` is refused before parsing: more than `max` commas, colons, `[`
- * and `{` outside strings, or a literal (a number) of more than 64 characters.
+ * and `{` outside strings, a literal (a number) of more than 64 characters,
+ * or a string longer than MAX_JSON_STRING (terminated or not). Otherwise
+ * the number of colons outside strings: the keys of a valid body.
  */
-function tooCostly(text: string, max: number): string | undefined {
+function tooCostly(text: string, max: number): { refusal: string } | { keys: number } {
   let count = 0;
+  let keys = 0;
   let from = 0;
   const literalTooLong = (to: number) => to - from > 64 && LONG_LITERAL.test(text.slice(from, to));
   STRUCTURE.lastIndex = 0;
   for (let m = STRUCTURE.exec(text); m !== null; m = STRUCTURE.exec(text)) {
-    if (literalTooLong(m.index)) return 'a number in the request body is too long';
+    if (literalTooLong(m.index)) return { refusal: 'a number in the request body is too long' };
     if (m[0] !== '"') {
       if (++count > max)
-        return `request body has more than ${max} JSON values (keys, array elements, objects): a NewPlant has 3 properties`;
+        return {
+          refusal: `request body has more than ${max} JSON values (keys, array elements, objects): a NewPlant has 3 properties`,
+        };
+      if (m[0] === ':') keys++;
       from = m.index + 1;
       continue;
     }
@@ -37,15 +55,26 @@ function tooCostly(text: string, max: number): string | undefined {
     let end = m.index;
     for (;;) {
       end = text.indexOf('"', end + 1);
-      if (end < 0) return undefined; // unterminated: the parser says so
+      if (end < 0) end = text.length; // unterminated: the parser says so, if it is short
+      if (end - m.index - 1 > MAX_JSON_STRING) return { refusal: TOO_LONG_STRING };
+      if (end === text.length) return { keys };
       let slashes = 0;
       while (text.charCodeAt(end - 1 - slashes) === 92) slashes++;
       if (slashes % 2 === 0) break;
     }
     STRUCTURE.lastIndex = from = end + 1;
   }
-  return literalTooLong(text.length) ? 'a number in the request body is too long' : undefined;
+  return literalTooLong(text.length) ? { refusal: 'a number in the request body is too long' } : { keys };
 }
+
+/** Keys of every object in a parsed body (at most MAX_JSON_VALUES of them, so cheap to walk). */
+function countKeys(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, item) => n + countKeys(item), 0);
+  if (value === null || typeof value !== 'object') return 0;
+  return Object.entries(value).reduce((n, [, item]) => n + 1 + countKeys(item), 0);
+}
+
+const DUPLICATE_KEY = /^Duplicate key '(.*)' encountered/;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
@@ -79,13 +108,24 @@ export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number):
         return done(errors.badRequest('request body is not valid UTF-8'));
       }
       if (text.trim() === '') return done(null, undefined);
-      const refusal = tooCostly(text, MAX_JSON_VALUES);
-      if (refusal !== undefined) return done(errors.badRequest(refusal));
+      const scan = tooCostly(text, MAX_JSON_VALUES);
+      if ('refusal' in scan) return done(errors.badRequest(scan.refusal));
+      let parsed: unknown;
       try {
-        done(null, parse(text, null, { parseNumber: parseJsonNumber }));
+        parsed = parse(text, null, { parseNumber: parseJsonNumber });
       } catch (error) {
-        done(errors.badRequest(`request body is not valid JSON: ${(error as Error).message.slice(0, 200)}`));
+        const message = (error as Error).message;
+        const duplicate = DUPLICATE_KEY.exec(message)?.[1];
+        if (duplicate !== undefined)
+          return done(
+            errors.badRequest(`request body has the key ${JSON.stringify(duplicate.slice(0, 100))} more than once`),
+          );
+        return done(errors.badRequest(`request body is not valid JSON: ${message.slice(0, 200)}`));
       }
+      // The parser refuses a repeated key only when its values differ; a
+      // repeat with the same value is just as ambiguous to other readers.
+      if (countKeys(parsed) !== scan.keys) return done(errors.badRequest('request body has a key more than once'));
+      done(null, parsed);
     },
   );
 }

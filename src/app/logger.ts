@@ -1,6 +1,7 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { destination, levels, pino } from 'pino';
 import type { Config } from '../config.js';
+import { LogSampler, loggableUrl } from '../http/log-lines.js';
 
 /**
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
@@ -34,17 +35,16 @@ export function closeLogger(logger: FastifyBaseLogger): void {
   flushLogger(logger);
 }
 
-// Tokens are never accepted in URLs, but a client may still put one there:
-// keep it out of the logs.
-const redactUrl = (url: string): string =>
-  url.includes('plnt_') ? url.replace(/plnt_[A-Za-z0-9_-]*/g, 'plnt_[redacted]') : url;
-
-/** The fields of a request's log line. */
+/**
+ * The fields of a request's log line. Tokens are never accepted in URLs, but
+ * a client may still put one there (or a JWT, or a key): the URL is redacted
+ * and cut to a bounded length.
+ */
 export function requestLine(request: FastifyRequest, statusCode: number) {
   return {
     reqId: request.id,
     method: request.method,
-    url: redactUrl(request.url),
+    url: loggableUrl(request.url),
     statusCode,
     owner: request.principal?.owner,
   };
@@ -60,6 +60,44 @@ export function logsEveryRequest(config: Pick<Config, 'accessLog' | 'logLevel'>)
 }
 
 const roundMs = (ms: number) => Math.round(ms * 100) / 100;
+
+/** What a 5xx cause's kind is: its class, and its message and its cause's, cut short. */
+function failureKind(error: unknown): string {
+  if (!(error instanceof Error)) return String(error).slice(0, 200);
+  const cause = error.cause instanceof Error ? ` <- ${error.cause.name}: ${error.cause.message.slice(0, 100)}` : '';
+  return `${error.name}: ${error.message.slice(0, 100)}${cause}`;
+}
+
+/**
+ * Keeps repeated failures from filling the log: a full disk refuses every
+ * write the same way, and a stack per refused request says nothing new. The
+ * first failure of a kind is logged with its stack; the same kind again
+ * within 10 s is counted, and the next line of that kind after that says how
+ * many there were.
+ */
+export class FailureLog {
+  readonly #sampler = new LogSampler(10_000);
+
+  /** Whether to log this failure, and with what: the error itself the first time, after that its kind and a count. */
+  sample(error: unknown): { err: unknown; similarBefore?: number } | undefined {
+    const kind = failureKind(error);
+    const taken = this.#sampler.take(kind);
+    if (taken === undefined) return undefined;
+    if (taken.first) return { err: error };
+    return {
+      err: { type: error instanceof Error ? error.name : typeof error, message: kind },
+      similarBefore: taken.omitted,
+    };
+  }
+
+  /** The error for a line that is written anyway (--access-log): with its stack only the first time. */
+  stack(error: unknown): unknown {
+    const taken = this.#sampler.take(failureKind(error));
+    return taken?.first
+      ? error
+      : { type: error instanceof Error ? error.name : typeof error, message: failureKind(error) };
+  }
+}
 
 /**
  * The per-request lines. Fastify calls requestCompleted for every response
@@ -78,12 +116,16 @@ class RequestLog extends LogController {
     super({ disableRequestLogging: true });
   }
 
+  /** Each kind of failure's stack is logged once per interval, not once per request. */
+  private readonly failures = new FailureLog();
+
   override requestCompleted(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
     if (this.skip(request)) return;
     const ms = reply.elapsedTime;
     if (this.everyRequest) {
       const line = { ...requestLine(request, reply.statusCode), responseTime: roundMs(ms) };
-      if (reply.statusCode >= 500) this.log.error({ ...line, err: request.failure }, 'request failed');
+      if (reply.statusCode >= 500)
+        this.log.error({ ...line, err: this.failures.stack(request.failure) }, 'request failed');
       else if (ms >= this.slowMs) this.log.warn(line, 'slow request');
       else this.log.info(line, 'request completed');
     } else if (ms >= this.slowMs) {

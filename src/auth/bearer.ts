@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { errors } from '../http/errors.js';
+import { headerCount } from '../http/headers.js';
+import { LogSampler, clip } from '../http/log-lines.js';
 import type { Scope, TokenRecord } from '../store/store.js';
 import { JwtRejection, type JwtVerifier } from './jwt.js';
 import type { Principal } from './principal.js';
@@ -15,12 +17,6 @@ declare module 'fastify' {
 // RFC 7235: the scheme name is case-insensitive; RFC 6750 b64token syntax.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-function countAuthorization(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') n++;
-  return n;
-}
-
 export type Authenticate = (scope: Scope) => onRequestHookHandler;
 
 /**
@@ -33,6 +29,8 @@ export type Authenticate = (scope: Scope) => onRequestHookHandler;
  * an opaque token's.
  */
 export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
+  // Anyone can send bogus JWTs: one line per reason per 10 s, with a count of the others.
+  const refusals = new LogSampler(10_000);
   const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
     if (!record) return errors.invalidToken('unknown token');
     const unusable = unusableReason(record);
@@ -47,12 +45,12 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
       if (header === undefined || !/^bearer(\s|$)/i.test(header)) return done(errors.missingCredentials());
       // Node keeps the first of several Authorization headers; a proxy might
       // use another one. Refuse the ambiguity instead of guessing.
-      if (countAuthorization(request.raw.rawHeaders) > 1)
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 1)
         return done(errors.invalidToken('more than one Authorization header'));
       const token = BEARER.exec(header)?.[1];
       if (!token) return done(errors.invalidToken('malformed token'));
       if (!looksLikeToken(token)) {
-        if (jwt && !token.startsWith(TOKEN_PREFIX)) return checkJwt(jwt, request, scope, token, done);
+        if (jwt && !token.startsWith(TOKEN_PREFIX)) return checkJwt(jwt, refusals, request, scope, token, done);
         return done(errors.invalidToken('malformed token'));
       }
       const cached = cache.cached(token);
@@ -63,6 +61,7 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
 
 function checkJwt(
   jwt: JwtVerifier,
+  refusals: LogSampler,
   request: FastifyRequest,
   scope: Scope,
   token: string,
@@ -80,8 +79,12 @@ function checkJwt(
     (principal) => done(allow(principal)),
     (error: unknown) => {
       if (!(error instanceof JwtRejection)) return done(error as Error);
-      // The reason, never the token.
-      request.log.info({ reqId: request.id, jwt: error.detail }, 'bearer JWT refused');
+      // The reason, never the token; what came from the token (a kid) is cut short.
+      const sampled = refusals.take(error.reason);
+      if (sampled) {
+        const more = sampled.omitted > 0 ? { similarBefore: sampled.omitted } : {};
+        request.log.info({ reqId: request.id, jwt: clip(error.detail), ...more }, 'bearer JWT refused');
+      }
       done(errors.invalidToken(error.reason, 'jwt'));
     },
   );

@@ -1,5 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { createRemoteJWKSet, errors as joseErrors, type JWTHeaderParameters, type FlattenedJWSInput } from 'jose';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  errors as joseErrors,
+  type JWTHeaderParameters,
+  type FlattenedJWSInput,
+} from 'jose';
+import { clip } from '../http/log-lines.js';
 
 /** Where the signing keys come from: a JWKS URL, or an OIDC issuer whose discovery document names one. */
 export type KeySource = { jwksUrl: string } | { oidcIssuer: string };
@@ -14,6 +21,55 @@ export interface JwksTiming {
 }
 
 const DEFAULT_TIMING: JwksTiming = { cooldownMs: 10_000, refreshMs: 5 * 60_000, timeoutMs: 5_000 };
+
+/** Largest key set or discovery document read; real ones are a few KiB. */
+export const MAX_JWKS_BYTES = 512 * 1024;
+/** Most keys a key set may hold; issuers publish a handful. */
+export const MAX_JWKS_KEYS = 100;
+
+/**
+ * The body of `response` as text, refusing (and no longer reading) one past
+ * `maxBytes`: the issuer's answer is held in memory, so its size is bounded.
+ */
+async function readCapped(response: Response, maxBytes: number, what: string): Promise<string> {
+  const tooLarge = () => new Error(`${what} is larger than ${maxBytes} bytes`);
+  if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** jose's fetch of the key set, bounded in bytes and in keys. */
+const cappedJwksFetch = async (url: string, options: RequestInit): Promise<Response> => {
+  const response = await fetch(url, options);
+  const text = await readCapped(response, MAX_JWKS_BYTES, 'the JWKS response');
+  if (response.status === 200) {
+    let keys: unknown;
+    try {
+      keys = (JSON.parse(text) as { keys?: unknown }).keys;
+    } catch {
+      keys = undefined; // jose reports what is wrong with it
+    }
+    if (Array.isArray(keys) && keys.length > MAX_JWKS_KEYS)
+      throw new Error(`the JWKS holds ${keys.length} keys, more than the ${MAX_JWKS_KEYS} accepted`);
+  }
+  return new Response(text, { status: response.status, headers: response.headers });
+};
 
 // After a failed fetch the background retry waits 1 s, 2 s, 4 s, ... up to this.
 const MAX_RETRY_MS = 30_000;
@@ -35,6 +91,10 @@ export class NoSigningKeyError extends Error {
 }
 
 type RemoteSet = ReturnType<typeof createRemoteJWKSet>;
+
+/** A token's kid for messages and the log: it is the sender's text, so it is cut short. */
+const kidOf = (header: JWTHeaderParameters): string =>
+  header.kid === undefined ? 'null' : JSON.stringify(clip(String(header.kid), 64));
 
 /**
  * The issuer's signing keys, fetched with jose's createRemoteJWKSet but on
@@ -95,14 +155,14 @@ export class JwksKeys {
       return await remote(header, token);
     } catch (error) {
       if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
-      if (await this.#refreshSoon(`unknown key ${JSON.stringify(header.kid ?? null)}`)) {
+      if (await this.#refreshSoon(`unknown key ${kidOf(header)}`)) {
         try {
           return await remote(header, token);
         } catch (again) {
           if (!(again instanceof joseErrors.JWKSNoMatchingKey)) throw again;
         }
       }
-      throw new NoSigningKeyError(`no signing key matches kid ${JSON.stringify(header.kid ?? null)}`);
+      throw new NoSigningKeyError(`no signing key matches kid ${kidOf(header)}`);
     }
   };
 
@@ -128,6 +188,7 @@ export class JwksKeys {
         // Fetching is scheduled here, not by jose: once it has keys it never fetches on its own.
         cooldownDuration: Infinity,
         cacheMaxAge: Infinity,
+        [customFetch]: cappedJwksFetch,
       });
       await this.#remote.reload();
       this.#loaded(why);
@@ -188,7 +249,10 @@ async function discoverJwksUrl(issuer: string, timeoutMs: number): Promise<URL> 
     headers: { accept: 'application/json' },
   });
   if (response.status !== 200) throw new Error(`${where} answered ${response.status}, expected 200`);
-  const doc = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  const doc = JSON.parse(await readCapped(response, MAX_JWKS_BYTES, `${where}'s answer`)) as {
+    issuer?: unknown;
+    jwks_uri?: unknown;
+  };
   // The document must be the issuer's own (a trailing slash aside): a token's
   // iss is checked separately, against --jwt-issuer, exactly.
   if (typeof doc.issuer !== 'string' || doc.issuer.replace(/\/$/, '') !== issuer.replace(/\/$/, '')) {

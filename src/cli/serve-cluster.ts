@@ -186,6 +186,7 @@ async function startPrimaryAdmin(
   try {
     return await startAdmin(config.host, config.adminPort!, {
       logger: log,
+      limits: config,
       metrics: async () => {
         const starting = notReady();
         if (starting !== undefined) {

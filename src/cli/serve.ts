@@ -112,6 +112,7 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   if (config.adminPort !== null && !cluster.isWorker && !draining) {
     admin = startAdmin(config.host, config.adminPort, {
       logger: app.log,
+      limits: config,
       metrics: metricsText,
       // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
       ready: async () => {

@@ -39,6 +39,8 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'CONFLICT'
+  | 'PRECONDITION_FAILED'
+  | 'RANGE_NOT_SATISFIABLE'
   | 'TOO_MANY_REQUESTS'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -79,6 +81,9 @@ export const errors = {
       allow: allow.join(', '),
     }),
   conflict: (message: string) => new AppError('CONFLICT', 409, message),
+  preconditionFailed: () =>
+    new AppError('PRECONDITION_FAILED', 412, 'a precondition (If-Match, If-Unmodified-Since) does not hold'),
+  rangeNotSatisfiable: () => new AppError('RANGE_NOT_SATISFIABLE', 416, 'the requested range is not satisfiable'),
   payloadTooLarge: (limit: number) =>
     new AppError('PAYLOAD_TOO_LARGE', 413, `request body is larger than the limit of ${limit} bytes`),
   unsupportedMediaType: (contentType: string | undefined) =>
