@@ -169,7 +169,8 @@ export async function stopGracefully(...servers: (ServerProcess | undefined)[]):
     servers.map(async (s) => {
       if (!s || s.exited) return;
       s.kill('SIGTERM');
-      await s.waitExit(10_000).catch(() => s.kill('SIGKILL'));
+      // An in-process server (helpers/serve-in-process.ts) cannot be killed; its file's end stops it.
+      await s.waitExit(10_000).catch(() => s.pid !== process.pid && s.kill('SIGKILL'));
     }),
   );
 }

@@ -7,16 +7,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, it } from './helpers/requirements.js';
+import { after, before, it } from '../helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app/app.js';
-import { issueToken } from '../src/auth/tokens.js';
-import { describeOnStore } from './helpers/stores.js';
+import { buildApp } from '../../src/app/app.js';
+import { issueToken } from '../../src/auth/tokens.js';
+import { describeOnStore } from '../helpers/stores.js';
 
 const run = promisify(execFile);
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
