@@ -12,7 +12,7 @@ import type { Config } from '../src/config.js';
 import { useApp } from './helpers/app.js';
 import { AUDIENCE, b64url, eventually, TestIssuer } from './helpers/jwt-issuer.js';
 import { createRaw, expectError, jsonBody, names, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 /** The auth-params of a Bearer WWW-Authenticate header. */
 function challenge(res: LightMyRequestResponse): Record<string, string> {
@@ -43,7 +43,7 @@ function expectInsufficientScope(res: LightMyRequestResponse, scope: string): vo
   );
 }
 
-describeEachStore('JWT bearer tokens', (fx) => {
+describeHttpLayer('JWT bearer tokens', (fx) => {
   let issuer: TestIssuer;
   const keys: Record<string, string> = {};
   const overrides: Partial<Config> = {};
@@ -252,7 +252,7 @@ describeEachStore('JWT bearer tokens', (fx) => {
   });
 });
 
-describeEachStore('JWTs switched off', (fx) => {
+describeHttpLayer('JWTs switched off', (fx) => {
   let issuer: TestIssuer;
   before(async () => {
     issuer = await TestIssuer.start();

@@ -22,6 +22,7 @@ import {
   useProcessCleanup,
   type ServerProcess,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { freePort } from './helpers/ports.js';
 import { exchange, trickle } from './helpers/raw-socket.js';
 
@@ -90,7 +91,7 @@ describeEachStore('metrics on the admin port', (fx) => {
   let token: string;
 
   before(async () => {
-    server = await startServer(serveArgs(fx.db, '--admin-port', '0', '--body-limit', '1024'));
+    server = await serveInProcess(serveArgs(fx.db, '--admin-port', '0', '--body-limit', '1024'));
     admin = await adminUrlOf(server);
     token = tokensIn(server.stderr)[0]!;
     assert.ok(token, server.stderr);
@@ -232,7 +233,7 @@ describeOnStore('sqlite', 'malformed-request counter and timeouts', (fx) => {
   useProcessCleanup();
 
   it('counts a head too large for the parser, not a 408 for a head that came too slowly nor a silent connection', async () => {
-    const server = await startServer(
+    const server = await serveInProcess(
       serveArgs(fx.db, '--admin-port', '0', '--headers-timeout-ms', '1000', '--request-timeout-ms', '2000'),
     );
     try {
@@ -325,7 +326,7 @@ needs(prometheusServer, () =>
     });
 
     it('scrapes the admin port: up == 1 and our series are stored', async () => {
-      const server = await startServer(serveArgs(fx.db, '--admin-port', '0'));
+      const server = await serveInProcess(serveArgs(fx.db, '--admin-port', '0'));
       const admin = new URL(await adminUrlOf(server));
       const token = tokensIn(server.stderr)[0]!;
       assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
