@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { it } from '../helpers/requirements.js';
 
 const SOAK = fileURLToPath(new URL('../../scripts/soak.js', import.meta.url));
-const MINUTES = process.env.PLANTS_SOAK_MINUTES ?? '3';
+const MINUTES = process.env.PLANTS_SOAK_MINUTES ?? '2';
 
 it(`soak: ${MINUTES} minutes of mixed load without an unexpected answer`, { timeout: 15 * 60_000 }, async (t) => {
   const child = spawn(process.execPath, ['--enable-source-maps', SOAK, '--minutes', MINUTES, '--connections', '8'], {
