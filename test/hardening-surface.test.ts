@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { useApp } from './helpers/app.js';
 import { createRaw, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
-import { describeHttpLayer } from './helpers/stores.js';
+import { describeEachStore } from './helpers/stores.js';
 import { it } from './helpers/requirements.js';
 
 interface OpenApiDoc {
@@ -24,7 +24,7 @@ interface OpenApiDoc {
 
 const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options']);
 
-describeHttpLayer('attack surface', (fx) => {
+describeEachStore('attack surface', (fx) => {
   const h = useApp(fx);
 
   async function doc(): Promise<OpenApiDoc> {
