@@ -591,7 +591,9 @@ describeEachStore('plant-store serve', (fx) => {
       server.kill('SIGTERM');
       assert.equal((await server.waitExit()).code, 0);
 
-      const requestLines = server.logLines().filter((l) => l.msg === 'request completed' || l.msg === 'request failed');
+      const requestLines = server
+        .logLines()
+        .filter((l) => ['request completed', 'request failed', 'slow request'].includes(String(l.msg)));
       assert.equal(requestLines.length, sent.length + 1, `one line per request:\n${server.stdout}`);
       for (const s of [...sent, { id: generated as string, method: 'GET', url: '/plants', status: 200 }]) {
         const lines = requestLines.filter((l) => l.reqId === s.id);
