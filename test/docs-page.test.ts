@@ -1,39 +1,17 @@
 // GET /docs: the interactive API reference, served by Plant Store alone, over
 // HTTP. The browser checks (test/slow/docs-browser.test.ts) drive chromium.
 import assert from 'node:assert/strict';
-import { describe, it, before, after } from './helpers/requirements.js';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app/app.js';
-import { issueToken } from '../src/auth/tokens.js';
+import { describe, it } from './helpers/requirements.js';
 import { DOCS_CSP } from '../src/routes/docs.js';
-import type { Store } from '../src/store/store.js';
+import { useDocsServer } from './helpers/docs-server.js';
 import { describeOnStore } from './helpers/stores.js';
 
 describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
-  let store: Store;
-  let app: FastifyInstance;
-  let base = '';
-  let token = '';
-
-  before(async () => {
-    store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    base = await app.listen({ host: '127.0.0.1', port: 0 });
-    token = (await issueToken(store.tokens, { owner: 'docs-reader' })).token;
-    const res = await fetch(`${base}/plants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"id":"9007199254740993","name":"Monstera","tag":"tropical"}',
-    });
-    assert.equal(res.status, 200);
-  });
-  after(async () => {
-    await app?.close();
-  });
+  const docs = useDocsServer(fx);
 
   describe('over HTTP', () => {
     it('is served without a token, as HTML under its own Content-Security-Policy', async () => {
-      const res = await fetch(`${base}/docs`);
+      const res = await fetch(`${docs.base}/docs`);
       assert.equal(res.status, 200);
       assert.match(String(res.headers.get('content-type')), /^text\/html/);
       assert.equal(res.headers.get('content-security-policy'), DOCS_CSP);
@@ -43,7 +21,7 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
       assert.doesNotMatch(html, /(?:src|href)="(?:https?:)?\/\//, 'every asset is loaded from this server');
       for (const asset of html.match(/(?:src|href)="([^"]+)"/g) ?? []) {
         const path = /"([^"]+)"/.exec(asset)![1]!;
-        const assetRes = await fetch(new URL(path, `${base}/docs`));
+        const assetRes = await fetch(new URL(path, `${docs.base}/docs`));
         assert.equal(assetRes.status, 200, path);
         assert.equal(assetRes.headers.get('content-security-policy'), DOCS_CSP, path);
         // Files from the package are revalidated with their ETag; generated ones are not stored.
@@ -58,7 +36,7 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
 
     it('leaves the rest of the API under default-src none', async () => {
       for (const path of ['/openapi.json', '/plants', '/healthz', '/nowhere']) {
-        const res = await fetch(`${base}${path}`);
+        const res = await fetch(`${docs.base}${path}`);
         await res.arrayBuffer();
         assert.equal(res.headers.get('content-security-policy'), "default-src 'none'; frame-ancestors 'none'", path);
       }

@@ -16,19 +16,13 @@ import {
   stopGracefully,
   tokensIn,
   useProcessCleanup,
+  adminUrlOf,
   type ServerProcess,
 } from './helpers/server.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { exchange, trickle } from './helpers/raw-socket.js';
 
 const promtool = await requirement('promtool (Debian package prometheus)', commandProbe('promtool'));
-
-const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
-
-async function adminUrlOf(server: ServerProcess): Promise<string> {
-  await server.waitForOutput((out) => ADMIN_LINE.test(out));
-  return ADMIN_LINE.exec(server.stdout)![1]!;
-}
 
 interface Sample {
   name: string;

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { main } from '../../src/cli/main.js';
 import { after } from './requirements.js';
-import type { ServerProcess } from './server.js';
+import { jsonLines, waitForOutput, type ServerProcess } from './server.js';
 
 class Capture extends Writable {
   text = '';
@@ -73,33 +73,16 @@ export async function serveInProcess(
   );
 
   const waitFor = (predicate: () => boolean, ms: number, what: string): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (predicate()) {
-          done();
-          resolve();
-        } else if (exitInfo) {
-          done();
-          reject(
-            new Error(
-              `server exited (${exitInfo.code}${failure ? `, ${String(failure)}` : ''}) before ${what}\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`,
-            ),
-          );
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(
-          new Error(`timed out after ${ms} ms waiting for ${what}\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`),
-        );
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        watchers.delete(check);
-      };
-      watchers.add(check);
-      check();
-    });
+    waitForOutput(
+      {
+        watchers,
+        exited: () => exitInfo && `${exitInfo.code}${failure ? `, ${String(failure)}` : ''}`,
+        output: () => `stdout:\n${stdout.text}\nstderr:\n${stderr.text}`,
+      },
+      predicate,
+      ms,
+      what,
+    );
 
   const server: ServerProcess = {
     url: '',
@@ -115,16 +98,7 @@ export async function serveInProcess(
       return exitInfo !== undefined;
     },
     logLines() {
-      const out: Record<string, unknown>[] = [];
-      for (const line of stdout.text.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try {
-          out.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // a partial last line
-        }
-      }
-      return out;
+      return jsonLines(stdout.text);
     },
     logPids() {
       return new Set();

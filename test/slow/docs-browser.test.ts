@@ -4,12 +4,9 @@
 // document and let a user paste a token and send a request.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { describe, it, before, after } from '../helpers/requirements.js';
-import type { FastifyInstance } from 'fastify';
+import { describe, it, after } from '../helpers/requirements.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildApp } from '../../src/app/app.js';
-import { issueToken } from '../../src/auth/tokens.js';
-import type { Store } from '../../src/store/store.js';
+import { useDocsServer } from '../helpers/docs-server.js';
 import { describeOnStore } from '../helpers/stores.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -39,26 +36,7 @@ function browserTest(name: string, fn: () => Promise<void>): void {
 }
 
 describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
-  let store: Store;
-  let app: FastifyInstance;
-  let base = '';
-  let token = '';
-
-  before(async () => {
-    store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    base = await app.listen({ host: '127.0.0.1', port: 0 });
-    token = (await issueToken(store.tokens, { owner: 'docs-reader' })).token;
-    const res = await fetch(`${base}/plants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"id":"9007199254740993","name":"Monstera","tag":"tropical"}',
-    });
-    assert.equal(res.status, 200);
-  });
-  after(async () => {
-    await app?.close();
-  });
+  const docs = useDocsServer(fx);
 
   describe('in chromium', () => {
     let browser: Browser | undefined;
@@ -72,7 +50,7 @@ describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
       const context = await browser.newContext({ serviceWorkers: 'block' });
       const problems: string[] = [];
       const apiRequests = new Map<string, string>(); // "METHOD url" -> Authorization
-      const origin = new URL(base).origin;
+      const origin = new URL(docs.base).origin;
       await context.route('**/*', async (route) => {
         const request = route.request();
         const url = new URL(request.url());
@@ -95,7 +73,7 @@ describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
         if (response.url().includes('/docs') && response.status() >= 400)
           problems.push(`asset ${response.url()} answered ${response.status()}`);
       });
-      const res = await page.goto(`${base}/docs`);
+      const res = await page.goto(`${docs.base}/docs`);
       assert.equal(res?.status(), 200);
       return { page, problems, apiRequests };
     }
@@ -125,7 +103,7 @@ describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
         .first()
         .click({ timeout: 20_000 });
       const modal = page.locator('.modal-ux');
-      await modal.locator('input#auth-bearer-value').fill(token);
+      await modal.locator('input#auth-bearer-value').fill(docs.token);
       await modal.getByRole('button', { name: 'Apply credentials' }).click();
       await modal.getByRole('button', { name: 'Close' }).click();
 
@@ -137,7 +115,7 @@ describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
       assert.equal((await status.innerText()).trim(), '200');
       const body = await list.locator('.live-responses-table .response .microlight').first().innerText();
       assert.deepEqual(JSON.parse(body), [{ name: 'Monstera', tag: 'tropical' }]);
-      assert.equal(apiRequests.get('GET /plants'), `Bearer ${token}`);
+      assert.equal(apiRequests.get('GET /plants'), `Bearer ${docs.token}`);
       assert.deepEqual(problems, []);
     });
   });

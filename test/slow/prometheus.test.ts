@@ -15,18 +15,11 @@ import {
   stopGracefully,
   tokensIn,
   useProcessCleanup,
-  type ServerProcess,
+  adminUrlOf,
 } from '../helpers/server.js';
 import { describeOnStore } from '../helpers/stores.js';
 
 const prometheusServer = await requirement('prometheus (Debian package prometheus)', commandProbe('prometheus'));
-
-const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
-
-async function adminUrlOf(server: ServerProcess): Promise<string> {
-  await server.waitForOutput((out) => ADMIN_LINE.test(out));
-  return ADMIN_LINE.exec(server.stdout)![1]!;
-}
 
 needs(prometheusServer, () =>
   describeOnStore('sqlite', 'a real Prometheus server', (fx) => {
