@@ -137,7 +137,9 @@ async function killDuringCreates(t: TestContext, fx: StoreFixture, serverFlags: 
   const server = await startServer([...serveArgs(fx.db), ...serverFlags]);
   let next = 1;
   const load = runLoad({ clients: 16, nextId: () => next++, send: createVia(server.url, token), maxMs: 15_000 });
+  // At least 1.5 s of load, and enough acknowledged creates, however busy the machine.
   await delay(1500);
+  await until(() => load.acked(200) >= 50, 15_000, '50 acknowledged creates');
   const inFlight = load.inFlight();
   server.kill('SIGKILL');
   await load.done;

@@ -254,7 +254,8 @@ export async function startServer(
   } = {},
 ): Promise<ServerProcess> {
   const listeners = opts.listeners ?? 1;
-  const timeoutMs = opts.timeoutMs ?? 20_000;
+  // Generous: on a busy machine (or under coverage) a cluster of workers takes a while to start.
+  const timeoutMs = opts.timeoutMs ?? 45_000;
   const [command, ...prefixArgs] = [...(opts.prefix ?? []), process.execPath];
   const node = [...START_NODE_FLAGS, '--enable-source-maps', CLI_PATH, 'serve'];
   const child = spawn(command!, [...prefixArgs, ...node, ...args], {
