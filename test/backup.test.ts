@@ -15,11 +15,11 @@ import {
   migrateWithCli,
   runCli,
   serveArgs,
-  startServer,
   stopGracefully,
   useProcessCleanup,
   type CliResult,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeEachStore } from './helpers/stores.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-backup-'));
@@ -49,7 +49,7 @@ describe('backup and restore (SQLite)', () => {
     const db = file('live.db');
     await migrateWithCli(db);
     const token = await cliToken(db, 'alice');
-    const server = await startServer(serveArgs(db));
+    const server = await serveInProcess(serveArgs(db));
     const acked: string[] = [];
     let stop = false;
     let n = 0;
@@ -73,7 +73,7 @@ describe('backup and restore (SQLite)', () => {
     const restored = file('restored.db');
     const rr = await runCli(['restore', '--from', backup, '--db', restored]);
     assert.equal(rr.code, 0, rr.stderr);
-    const again = await startServer(serveArgs(restored));
+    const again = await serveInProcess(serveArgs(restored));
     const names = new Set(await listAllNames(again.url, token));
     const missing = before.filter((name) => !names.has(name));
     assert.deepEqual(missing, [], `${missing.length} of ${before.length} acknowledged writes missing`);
@@ -84,7 +84,7 @@ describe('backup and restore (SQLite)', () => {
     const db = file('src.db');
     await migrateWithCli(db);
     const token = await cliToken(db, 'bob');
-    const server = await startServer(serveArgs(db));
+    const server = await serveInProcess(serveArgs(db));
     assert.equal(
       (await httpRequest(`${server.url}/plants`, { method: 'POST', token, json: { id: 1, name: 'one' } })).status,
       200,
@@ -120,13 +120,13 @@ describe('backup and restore (SQLite)', () => {
     assert.notEqual((await runCli(['restore', '--from', garbage, '--db', db, '--force'])).code, 0);
 
     // Refusals changed nothing: both plants are still there.
-    let check = await startServer(serveArgs(db));
+    let check = await serveInProcess(serveArgs(db));
     assert.deepEqual(await listAllNames(check.url, token), ['one', 'two']);
     await stopGracefully(check);
 
     const forced = await runCli(['restore', '--from', backup, '--db', db, '--force']);
     assert.equal(forced.code, 0, forced.stderr);
-    check = await startServer(serveArgs(db));
+    check = await serveInProcess(serveArgs(db));
     assert.deepEqual(await listAllNames(check.url, token), ['one']);
     await stopGracefully(check);
   });
@@ -147,7 +147,7 @@ describeEachStore('export and import, from SQLite', (fx) => {
     const alice = await cliToken(source, 'alice');
     const bob = await cliToken(source, 'bob', '--scope', 'plants:read');
     const writer = await cliToken(source, 'bob');
-    const server = await startServer(serveArgs(source));
+    const server = await serveInProcess(serveArgs(source));
     const big = 2n ** 63n - 1n;
     const ids: [string, bigint, string, string?][] = [
       [alice, 9007199254740993n, 'monstera', 'tropical'],
@@ -191,7 +191,7 @@ describeEachStore('export and import, from SQLite', (fx) => {
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /0 tokens and 0 plants were new/);
 
-    const target = await startServer(serveArgs(fx.db));
+    const target = await serveInProcess(serveArgs(fx.db));
     const page = await fetch(`${target.url}/plants`, { headers: { authorization: `Bearer ${alice}` } });
     assert.deepEqual(await page.json(), [
       { name: 'monstera', tag: 'tropical' },

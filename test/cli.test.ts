@@ -17,11 +17,11 @@ import {
   migrateWithCli,
   runCli as spawnCli,
   serveArgs,
-  startServer,
   tokensIn,
   useProcessCleanup,
   type CliResult,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { runCliInProcess as runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/stores.js';
 
@@ -368,7 +368,7 @@ describeEachStore('plant-store serve', (fx) => {
     'on a store with no tokens prints one admin token once, with a curl example; the next start prints none',
     LIMIT,
     async () => {
-      const server = await startServer(serveArgs(fx.db));
+      const server = await serveInProcess(serveArgs(fx.db));
       await server.waitForOutput((_, err) => /curl/.test(err), 5000);
       const tokens = tokensIn(server.stderr);
       assert.ok(tokens.length >= 1, `a token on stderr:\n${server.stderr}`);
@@ -403,7 +403,7 @@ describeEachStore('plant-store serve', (fx) => {
       assert.equal(rows.length, 1);
       assert.equal((JSON.parse(rows[0]!) as TokenRow).owner, 'admin');
 
-      const second = await startServer(serveArgs(fx.db));
+      const second = await serveInProcess(serveArgs(fx.db));
       const ok = await httpRequest(`${second.url}/plants`, { token });
       assert.equal(ok.status, 200, 'the first token still works');
       second.kill('SIGTERM');
@@ -429,7 +429,7 @@ describeEachStore('plant-store serve', (fx) => {
       assert.equal((await runCli(['token', 'revoke', row.id, '--db', db])).code, 0);
     }
 
-    const server = await startServer(serveArgs(db));
+    const server = await serveInProcess(serveArgs(db));
     server.kill('SIGTERM');
     assert.equal((await server.waitExit()).code, 0);
     const lines = server.logLines();
@@ -454,7 +454,7 @@ describeEachStore('plant-store serve', (fx) => {
 
   it('reads PLANTS_HOST and PORT; flags win over PLANTS_HOST, PORT and DATABASE_URL', LIMIT, async () => {
     const token = await cliToken(fx.db, 'envtest');
-    const fromEnv = await startServer(['--db', fx.db, '--log-level', 'info'], {
+    const fromEnv = await serveInProcess(['--db', fx.db, '--log-level', 'info'], {
       env: { PLANTS_HOST: '127.0.0.1', PORT: '0' },
     });
     assert.notEqual(fromEnv.port, 8080, 'PORT=0 from the environment picks a free port');
@@ -465,7 +465,7 @@ describeEachStore('plant-store serve', (fx) => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-env-'));
     after(() => rmSync(dir, { recursive: true, force: true }));
     const other = join(dir, 'other.db');
-    const flags = await startServer(serveArgs(fx.db), {
+    const flags = await serveInProcess(serveArgs(fx.db), {
       env: { PLANTS_HOST: 'no-such-host.invalid', PORT: 'abc', DATABASE_URL: other },
     });
     assert.equal(
@@ -480,7 +480,7 @@ describeEachStore('plant-store serve', (fx) => {
 
   it('by default logs lifecycle events and slow requests, not a line per request', LIMIT, async () => {
     const token = await cliToken(fx.db, 'quiet');
-    const server = await startServer(serveArgs(fx.db, '--slow-request-ms', '200'));
+    const server = await serveInProcess(serveArgs(fx.db, '--slow-request-ms', '200'));
     for (let i = 0; i < 3; i++) assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
     // A body that arrives 600 ms after the headers makes a request slow whatever the machine.
     const slow = await new Promise<number>((resolve, reject) => {
@@ -539,7 +539,7 @@ describeEachStore('plant-store serve', (fx) => {
       const readOnly = await cliToken(fx.db, 'logger', '--scope', 'plants:read');
       const unknown = `plnt_${'Z'.repeat(43)}`;
       const malformed = 'not-a-token-c2VjcmV0LXNob3VsZC1ub3QtbGVhaw';
-      const server = await startServer(serveArgs(fx.db), { env: { PLANTS_ACCESS_LOG: 'true' } });
+      const server = await serveInProcess(serveArgs(fx.db), { env: { PLANTS_ACCESS_LOG: 'true' } });
       const u = server.url;
       const sent: {
         id: string;
@@ -592,7 +592,9 @@ describeEachStore('plant-store serve', (fx) => {
       server.kill('SIGTERM');
       assert.equal((await server.waitExit()).code, 0);
 
-      const requestLines = server.logLines().filter((l) => l.msg === 'request completed' || l.msg === 'request failed');
+      const requestLines = server
+        .logLines()
+        .filter((l) => ['request completed', 'request failed', 'slow request'].includes(String(l.msg)));
       assert.equal(requestLines.length, sent.length + 1, `one line per request:\n${server.stdout}`);
       for (const s of [...sent, { id: generated as string, method: 'GET', url: '/plants', status: 200 }]) {
         const lines = requestLines.filter((l) => l.reqId === s.id);
@@ -626,7 +628,7 @@ describeEachStore('plant-store serve on a store whose tokens came from the CLI',
 
   it('creates no bootstrap token when a token exists', LIMIT, async () => {
     const token = await cliToken(fx.db, 'someone');
-    const server = await startServer(serveArgs(fx.db));
+    const server = await serveInProcess(serveArgs(fx.db));
     assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
     server.kill('SIGINT');
     assert.deepEqual(await server.waitExit(), { code: 0, signal: null }, 'SIGINT exits 0 too');

@@ -11,7 +11,7 @@ import { issueToken } from '../src/auth/tokens.js';
 import { PlantStoreClient, PlantStoreError, type Plant } from '../src/client/index.js';
 import type { Store } from '../src/store/store.js';
 import { newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;
@@ -51,7 +51,7 @@ async function rejectsWith(promise: Promise<unknown>, status: number, message: R
   return error;
 }
 
-describeEachStore('plant-store/client', (fx) => {
+describeHttpLayer('plant-store/client', (fx) => {
   let store: Store;
   let app: FastifyInstance;
   let baseUrl = '';

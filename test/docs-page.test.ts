@@ -1,69 +1,17 @@
-// GET /docs: the interactive API reference, served by Plant Store alone. The
-// browser suite drives Debian's chromium: the page must load without a single
-// request leaving the server, without page errors or failed assets, show the
-// document and let a user paste a token and send a request.
+// GET /docs: the interactive API reference, served by Plant Store alone, over
+// HTTP. The browser checks (test/slow/docs-browser.test.ts) drive chromium.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { describe, it, before, after } from './helpers/requirements.js';
-import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildApp } from '../src/app/app.js';
-import { issueToken } from '../src/auth/tokens.js';
+import { describe, it } from './helpers/requirements.js';
 import { DOCS_CSP } from '../src/routes/docs.js';
-import type { Store } from '../src/store/store.js';
+import { useDocsServer } from './helpers/docs-server.js';
 import { describeOnStore } from './helpers/stores.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-/** Why the browser tests cannot run here, if they cannot. */
-const noChromium = existsSync(CHROMIUM)
-  ? undefined
-  : `needs chromium at ${CHROMIUM} (Debian package chromium: apt-get install -y chromium)`;
-
-/** A test that needs chromium: skipped with the reason when it is missing, failed instead under CI=true. */
-function browserTest(name: string, fn: () => Promise<void>): void {
-  if (noChromium === undefined) it(name, { timeout: 60_000 }, fn);
-  else if (process.env.CI === 'true')
-    it(name, () => {
-      throw new Error(`CI=true, so this may not be skipped: ${noChromium}`);
-    });
-  else it(name, { skip: noChromium }, fn);
-}
-
 describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
-  let store: Store;
-  let app: FastifyInstance;
-  let base = '';
-  let token = '';
-
-  before(async () => {
-    store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    base = await app.listen({ host: '127.0.0.1', port: 0 });
-    token = (await issueToken(store.tokens, { owner: 'docs-reader' })).token;
-    const res = await fetch(`${base}/plants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"id":"9007199254740993","name":"Monstera","tag":"tropical"}',
-    });
-    assert.equal(res.status, 200);
-  });
-  after(async () => {
-    await app?.close();
-  });
+  const docs = useDocsServer(fx);
 
   describe('over HTTP', () => {
     it('is served without a token, as HTML under its own Content-Security-Policy', async () => {
-      const res = await fetch(`${base}/docs`);
+      const res = await fetch(`${docs.base}/docs`);
       assert.equal(res.status, 200);
       assert.match(String(res.headers.get('content-type')), /^text\/html/);
       assert.equal(res.headers.get('content-security-policy'), DOCS_CSP);
@@ -73,7 +21,7 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
       assert.doesNotMatch(html, /(?:src|href)="(?:https?:)?\/\//, 'every asset is loaded from this server');
       for (const asset of html.match(/(?:src|href)="([^"]+)"/g) ?? []) {
         const path = /"([^"]+)"/.exec(asset)![1]!;
-        const assetRes = await fetch(new URL(path, `${base}/docs`));
+        const assetRes = await fetch(new URL(path, `${docs.base}/docs`));
         assert.equal(assetRes.status, 200, path);
         assert.equal(assetRes.headers.get('content-security-policy'), DOCS_CSP, path);
         // Files from the package are revalidated with their ETag; generated ones are not stored.
@@ -88,92 +36,10 @@ describeOnStore('sqlite', 'GET /docs, the API reference page', (fx) => {
 
     it('leaves the rest of the API under default-src none', async () => {
       for (const path of ['/openapi.json', '/plants', '/healthz', '/nowhere']) {
-        const res = await fetch(`${base}${path}`);
+        const res = await fetch(`${docs.base}${path}`);
         await res.arrayBuffer();
         assert.equal(res.headers.get('content-security-policy'), "default-src 'none'; frame-ancestors 'none'", path);
       }
-    });
-  });
-
-  describe('in chromium', () => {
-    let browser: Browser | undefined;
-    after(async () => {
-      await browser?.close();
-    });
-
-    /** A page on which any request that leaves the server, page error, console error or failed asset is recorded. */
-    async function openDocs(): Promise<{ page: Page; problems: string[]; apiRequests: Map<string, string> }> {
-      browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-      const context = await browser.newContext({ serviceWorkers: 'block' });
-      const problems: string[] = [];
-      const apiRequests = new Map<string, string>(); // "METHOD url" -> Authorization
-      const origin = new URL(base).origin;
-      await context.route('**/*', async (route) => {
-        const request = route.request();
-        const url = new URL(request.url());
-        if (url.origin !== origin) {
-          problems.push(`request left the server: ${request.method()} ${request.url()}`);
-          return route.abort('blockedbyclient');
-        }
-        if (!url.pathname.startsWith('/docs')) {
-          apiRequests.set(`${request.method()} ${url.pathname}`, (await request.allHeaders()).authorization ?? '');
-        }
-        return route.continue();
-      });
-      const page = await context.newPage();
-      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-      });
-      page.on('requestfailed', (request) => problems.push(`failed: ${request.url()} ${request.failure()?.errorText}`));
-      page.on('response', (response) => {
-        if (response.url().includes('/docs') && response.status() >= 400)
-          problems.push(`asset ${response.url()} answered ${response.status()}`);
-      });
-      const res = await page.goto(`${base}/docs`);
-      assert.equal(res?.status(), 200);
-      return { page, problems, apiRequests };
-    }
-
-    browserTest('shows version 1.0.0 and the three plant operations, loading nothing from elsewhere', async () => {
-      const { page, problems } = await openDocs();
-      await page.locator('#operations-plants-createPlant').waitFor({ timeout: 20_000 });
-      assert.match(await page.locator('.info .title').innerText(), /Plant Store/);
-      assert.match(await page.locator('.info .version').first().innerText(), /^\s*1\.0\.0\s*$/);
-      for (const [id, method, path] of [
-        ['createPlant', 'POST', '/plants'],
-        ['listPlants', 'GET', '/plants'],
-        ['deletePlant', 'DELETE', '/plants/{id}'],
-      ] as const) {
-        const op = page.locator(`#operations-plants-${id}`);
-        assert.equal((await op.locator('.opblock-summary-method').innerText()).trim(), method);
-        assert.equal((await op.locator('.opblock-summary-path').innerText()).trim().replace(/\u200b/g, ''), path);
-      }
-      await page.waitForLoadState('networkidle');
-      assert.deepEqual(problems, []);
-    });
-
-    browserTest('a pasted token is sent with a list request, which answers 200', async () => {
-      const { page, problems, apiRequests } = await openDocs();
-      await page
-        .getByRole('button', { name: /Authorize/ })
-        .first()
-        .click({ timeout: 20_000 });
-      const modal = page.locator('.modal-ux');
-      await modal.locator('input#auth-bearer-value').fill(token);
-      await modal.getByRole('button', { name: 'Apply credentials' }).click();
-      await modal.getByRole('button', { name: 'Close' }).click();
-
-      const list = page.locator('#operations-plants-listPlants');
-      await list.locator('.opblock-summary').click();
-      await list.getByRole('button', { name: 'Execute' }).click();
-      const status = list.locator('.live-responses-table .response .response-col_status');
-      await status.waitFor();
-      assert.equal((await status.innerText()).trim(), '200');
-      const body = await list.locator('.live-responses-table .response .microlight').first().innerText();
-      assert.deepEqual(JSON.parse(body), [{ name: 'Monstera', tag: 'tropical' }]);
-      assert.equal(apiRequests.get('GET /plants'), `Bearer ${token}`);
-      assert.deepEqual(problems, []);
     });
   });
 });

@@ -12,7 +12,7 @@ import { privateClusterProblem } from './helpers/pg-cluster.js';
 import { useApp } from './helpers/app.js';
 import { runCliInProcess as cli } from './helpers/cli.js';
 import { runCli as spawnCli, useProcessCleanup, type CliResult } from './helpers/server.js';
-import { PG_URL, describeEachStore, describeOnStore, withDatabase } from './helpers/stores.js';
+import { PG_URL, describeHttpLayer, describeOnStore, withDatabase } from './helpers/stores.js';
 import { freePort } from './helpers/ports.js';
 
 const run = promisify(execFile);
@@ -203,24 +203,20 @@ describe('enum flags', () => {
   });
 });
 
-describeEachStore(
-  '401 answers say how to get a token',
-  (fx) => {
-    const h = useApp(fx);
-    it('the same hint whether or not the store has tokens, so it reveals nothing', async () => {
-      const ask = async () => {
-        const missing = await h.request({ method: 'GET', url: '/plants' });
-        const unknown = await h.request({ method: 'GET', url: '/plants', token: `plnt_${'A'.repeat(43)}` });
-        return [missing, unknown].map((r) => {
-          assert.equal(r.statusCode, 401);
-          return (JSON.parse(r.body) as { message: string }).message;
-        });
-      };
-      const before = await ask();
-      for (const message of before) assert.match(message, /plant-store token create --owner NAME/);
-      await h.token('someone');
-      assert.deepEqual(await ask(), before, 'the store now has a token; the answers are the same');
-    });
-  },
-  ['sqlite'],
-);
+describeHttpLayer('401 answers say how to get a token', (fx) => {
+  const h = useApp(fx);
+  it('the same hint whether or not the store has tokens, so it reveals nothing', async () => {
+    const ask = async () => {
+      const missing = await h.request({ method: 'GET', url: '/plants' });
+      const unknown = await h.request({ method: 'GET', url: '/plants', token: `plnt_${'A'.repeat(43)}` });
+      return [missing, unknown].map((r) => {
+        assert.equal(r.statusCode, 401);
+        return (JSON.parse(r.body) as { message: string }).message;
+      });
+    };
+    const before = await ask();
+    for (const message of before) assert.match(message, /plant-store token create --owner NAME/);
+    await h.token('someone');
+    assert.deepEqual(await ask(), before, 'the store now has a token; the answers are the same');
+  });
+});

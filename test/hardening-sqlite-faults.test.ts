@@ -35,6 +35,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -93,8 +94,9 @@ async function create(server: ServerProcess, token: string, id: number, name = `
 const readyz = async (server: ServerProcess) => (await httpRequest(`${server.url}/readyz`)).status;
 
 /** Starts a server on `db` and returns it with the admin token it printed. */
-async function serveNew(db: string, opts: Parameters<typeof startServer>[1] = {}) {
-  const server = await startServer(serveArgs(db), opts);
+async function serveNew(db: string, opts: { prefix?: string[] } = {}) {
+  // Run as another user (prefix), it needs a process of its own.
+  const server = opts.prefix ? await startServer(serveArgs(db), opts) : await serveInProcess(serveArgs(db));
   const token = tokensIn(server.stderr)[0];
   assert.ok(token, `a first token on stderr:\n${server.stderr}`);
   return { server, token };
@@ -259,7 +261,7 @@ describe('SQLite store faults', () => {
     copyFileSync(db, join(d, 'backup.db'));
     rmSync(db);
     copyFileSync(join(d, 'backup.db'), db);
-    const again = await startServer(serveArgs(db));
+    const again = await serveInProcess(serveArgs(db));
     try {
       assert.deepEqual(await listAllNames(again.url, token), ['p-1']);
     } finally {

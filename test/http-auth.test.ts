@@ -8,7 +8,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashToken, issueToken } from '../src/auth/tokens.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, deletePlant, expectError, names, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const MISSING_CHALLENGE = 'Bearer realm="plants"';
 
@@ -55,7 +55,7 @@ const OPERATIONS: Array<[string, InjectOptions]> = [
   ['DELETE /plants/1', { method: 'DELETE', url: '/plants/1' }],
 ];
 
-describeEachStore('HTTP auth', (fx) => {
+describeHttpLayer('HTTP auth', (fx) => {
   const h = useApp(fx);
 
   /** The request, with the given Authorization header (or none). */

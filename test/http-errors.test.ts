@@ -12,7 +12,7 @@ import {
   newOwner,
   type PlantBody,
 } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const ID_MESSAGE = 'id must be an integer between -9223372036854775808 and 9223372036854775807';
 
@@ -92,7 +92,7 @@ const BAD_BODIES: Array<[string, string, RegExp | string]> = [
   ['a body of whitespace only', ' \n\t ', /empty|body/],
 ];
 
-describeEachStore('HTTP errors', (fx) => {
+describeHttpLayer('HTTP errors', (fx) => {
   const h = useApp(fx);
   const owner = useSeededOwner(h);
 
@@ -294,7 +294,7 @@ function sized(json: string, bytes: number, grow?: string): string {
   return json.replace(m[0], `"${grow}":"${longer}"`);
 }
 
-describeEachStore('HTTP errors with bodyLimit 256', (fx) => {
+describeHttpLayer('HTTP errors with bodyLimit 256', (fx) => {
   const h = useApp(fx, { bodyLimit: 256 });
   const owner = useSeededOwner(h);
 

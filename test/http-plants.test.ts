@@ -16,7 +16,7 @@ import {
   newOwner,
   type PlantBody,
 } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const INT64_MIN = '-9223372036854775808';
 const INT64_MAX = '9223372036854775807';
@@ -42,7 +42,7 @@ function assertNoRepeats(seen: string[]): void {
   assert.deepEqual(repeated, [], 'plants returned more than once while paging');
 }
 
-describeEachStore('HTTP plants: create, list, delete', (fx) => {
+describeHttpLayer('HTTP plants: create, list, delete', (fx) => {
   const h = useApp(fx);
 
   describe('create', () => {
@@ -457,7 +457,7 @@ describeEachStore('HTTP plants: create, list, delete', (fx) => {
   });
 });
 
-describeEachStore('HTTP plants: page size with listDefaultLimit 3 and listMaxLimit 5', (fx) => {
+describeHttpLayer('HTTP plants: page size with listDefaultLimit 3 and listMaxLimit 5', (fx) => {
   const h = useApp(fx, { listDefaultLimit: 3, listMaxLimit: 5 });
 
   async function ownerWith(count: number, prefix = 'p'): Promise<{ t: string; all: string[] }> {

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from './helpers/requirements.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
-import { httpRequest, runCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';
-import { describeEachStore } from './helpers/stores.js';
+import { httpRequest, runCli, serveArgs, useProcessCleanup } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 describe('JWT settings', () => {
   const load = (flags: Record<string, string>, env: Record<string, string> = {}) => loadConfig(flags, env);
@@ -74,7 +75,7 @@ describe('JWT settings', () => {
   });
 });
 
-describeEachStore('JWT logs of a running server', (fx) => {
+describeHttpLayer('JWT logs of a running server', (fx) => {
   useProcessCleanup();
   let issuer: TestIssuer;
   before(async () => {
@@ -85,7 +86,7 @@ describeEachStore('JWT logs of a running server', (fx) => {
   it('logs the issuer being unreachable and why each JWT was refused, never the token', async () => {
     issuer.mode = 'unreachable';
     const kid = await issuer.addKey('RS256');
-    const server = await startServer(
+    const server = await serveInProcess(
       serveArgs(fx.db, '--jwks-url', issuer.jwksUrl, '--jwt-issuer', issuer.url, '--jwt-audience', AUDIENCE),
     );
     await server.waitForOutput((out) => out.includes('fetching the JWT signing keys failed'));

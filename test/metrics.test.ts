@@ -1,18 +1,14 @@
 // Prometheus metrics on the admin port (--admin-port), checked from outside:
-// a real server process, its public and admin ports, promtool's parser and
-// linter, and a real Prometheus server scraping it.
+// a real server, its public and admin ports, and promtool's parser and linter.
+// test/slow/prometheus.test.ts has a real Prometheus server scrape it.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { storeConfig } from '../src/config.js';
 import { metricsText } from '../src/metrics/metrics.js';
 import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
 import { after, before, commandProbe, it, needs, requirement } from './helpers/requirements.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
 import {
-  delay,
   httpRequest,
   runCli,
   serveArgs,
@@ -20,20 +16,13 @@ import {
   stopGracefully,
   tokensIn,
   useProcessCleanup,
+  adminUrlOf,
   type ServerProcess,
 } from './helpers/server.js';
-import { freePort } from './helpers/ports.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { exchange, trickle } from './helpers/raw-socket.js';
 
 const promtool = await requirement('promtool (Debian package prometheus)', commandProbe('promtool'));
-const prometheusServer = await requirement('prometheus (Debian package prometheus)', commandProbe('prometheus'));
-
-const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
-
-async function adminUrlOf(server: ServerProcess): Promise<string> {
-  await server.waitForOutput((out) => ADMIN_LINE.test(out));
-  return ADMIN_LINE.exec(server.stdout)![1]!;
-}
 
 interface Sample {
   name: string;
@@ -90,7 +79,7 @@ describeEachStore('metrics on the admin port', (fx) => {
   let token: string;
 
   before(async () => {
-    server = await startServer(serveArgs(fx.db, '--admin-port', '0', '--body-limit', '1024'));
+    server = await serveInProcess(serveArgs(fx.db, '--admin-port', '0', '--body-limit', '1024'));
     admin = await adminUrlOf(server);
     token = tokensIn(server.stderr)[0]!;
     assert.ok(token, server.stderr);
@@ -232,7 +221,7 @@ describeOnStore('sqlite', 'malformed-request counter and timeouts', (fx) => {
   useProcessCleanup();
 
   it('counts a head too large for the parser, not a 408 for a head that came too slowly nor a silent connection', async () => {
-    const server = await startServer(
+    const server = await serveInProcess(
       serveArgs(fx.db, '--admin-port', '0', '--headers-timeout-ms', '1000', '--request-timeout-ms', '2000'),
     );
     try {
@@ -309,77 +298,6 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
     }
   });
 });
-
-needs(prometheusServer, () =>
-  describeOnStore('sqlite', 'a real Prometheus server', (fx) => {
-    useProcessCleanup();
-    let prometheus: ChildProcess | undefined;
-    let dir = '';
-    after(async () => {
-      if (prometheus && prometheus.exitCode === null) {
-        const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
-        prometheus.kill('SIGKILL');
-        await exited;
-      }
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    });
-
-    it('scrapes the admin port: up == 1 and our series are stored', async () => {
-      const server = await startServer(serveArgs(fx.db, '--admin-port', '0'));
-      const admin = new URL(await adminUrlOf(server));
-      const token = tokensIn(server.stderr)[0]!;
-      assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
-
-      dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'));
-      writeFileSync(
-        join(dir, 'prometheus.yml'),
-        [
-          'global:',
-          '  scrape_interval: 1s',
-          'scrape_configs:',
-          '  - job_name: plant-store',
-          '    static_configs:',
-          `      - targets: ['${admin.host}']`,
-        ].join('\n'),
-      );
-      const port = await freePort();
-      prometheus = spawn(
-        'prometheus',
-        [
-          `--config.file=${join(dir, 'prometheus.yml')}`,
-          `--storage.tsdb.path=${join(dir, 'data')}`,
-          `--web.listen-address=127.0.0.1:${port}`,
-        ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      );
-      let log = '';
-      prometheus.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
-
-      const query = async (q: string) => {
-        const res = await httpRequest(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`);
-        if (res.status !== 200) return [];
-        return (
-          JSON.parse(res.body) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } }
-        ).data.result;
-      };
-      const deadline = Date.now() + 30_000;
-      let up: Awaited<ReturnType<typeof query>> = [];
-      let series: typeof up = [];
-      while (Date.now() < deadline) {
-        up = await query('up{job="plant-store"}').catch(() => []);
-        series = await query('plant_store_http_request_duration_seconds_count{route="/plants"}').catch(() => []);
-        if (up[0]?.value[1] === '1' && series.length > 0) break;
-        await delay(500);
-      }
-      assert.equal(up[0]?.value[1], '1', `Prometheus never saw the target up:\n${log.slice(-3000)}`);
-      assert.ok(
-        series.some((s) => s.metric.method === 'GET' && s.metric.status_code === '200' && Number(s.value[1]) >= 1),
-        JSON.stringify(series),
-      );
-      await stopGracefully(server);
-    });
-  }),
-);
 
 describeOnStore('postgres', 'PostgreSQL pool gauges', (fx) => {
   it('report connections in use and requests waiting for one, summed over the live pools', async () => {

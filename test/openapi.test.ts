@@ -4,13 +4,14 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from './helpers/requirements.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import addFormats from 'ajv-formats';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const DOC_ID = 'https://plant-store.test/openapi.json';
 
@@ -59,7 +60,7 @@ function pointer(...parts: string[]): string {
 
 /** Ajv 2020 with the whole document (and so components.schemas) loaded, and the OpenAPI integer formats. */
 function documentValidator(doc: OpenApiDoc) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const ajv = addFormats.default(new Ajv2020({ strict: false, allErrors: true }));
   ajv.addFormat('int32', {
     type: 'number',
     validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
@@ -79,7 +80,7 @@ function documentValidator(doc: OpenApiDoc) {
   };
 }
 
-describeEachStore('OpenAPI document', (fx) => {
+describeHttpLayer('OpenAPI document', (fx) => {
   const h = useApp(fx);
   let doc: OpenApiDoc;
   let schemaAt: (ref: string) => ValidateFunction;

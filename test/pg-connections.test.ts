@@ -1,7 +1,7 @@
 // How --workers and --pg-pool-size multiply into PostgreSQL connections:
 // serve refuses at start a configuration that could not fit the server's
-// max_connections, a running one stays within workers × pool size, and it
-// keeps the connections it opened while idle.
+// max_connections, and a running one stays within workers × pool size.
+// test/slow/pg-connections-idle.test.ts checks that idle connections are kept.
 import assert from 'node:assert/strict';
 import { it } from './helpers/requirements.js';
 import {
@@ -76,29 +76,5 @@ describeOnStore('postgres', 'PostgreSQL connections of serve --workers', (fx) =>
     }
     assert.ok(peak > 0, 'the workers talked to PostgreSQL');
     assert.ok(peak <= 2 * 3, `${peak} server connections at the peak, more than 2 workers × pool size 3`);
-  });
-
-  it('keeps its connections open while idle, so a burst after a lull opens none', { timeout: 60_000 }, async () => {
-    const token = await cliToken(fx.db, 'lull');
-    const server = await startServer(serveArgs(fx.db, '--pg-pool-size', '4'));
-    const burst = async () => {
-      const answers = await Promise.all(
-        Array.from({ length: 16 }, () => httpRequest(`${server.url}/plants?limit=5`, { token })),
-      );
-      for (const res of answers) assert.equal(res.status, 200, res.body);
-    };
-    try {
-      await burst();
-      const before = await serviceBackends(fx.db);
-      assert.ok(before.length > 0, 'the server talked to PostgreSQL');
-      // Longer than the 10 s after which pg closes an idle connection by default.
-      await new Promise((r) => setTimeout(r, 11_000));
-      assert.deepEqual(await serviceBackends(fx.db), before, 'connections closed while idle');
-      await burst();
-      const after = await serviceBackends(fx.db);
-      for (const pid of before) assert.ok(after.includes(pid), `connection ${pid} was replaced`);
-    } finally {
-      await stopGracefully(server);
-    }
   });
 });

@@ -12,11 +12,11 @@ import {
   cliToken,
   httpRequest,
   serveArgs,
-  startServer,
   type HttpResponse,
   type ServerProcess,
   stopGracefully,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { TcpProxy, expectErrorBody, query, serviceBackends, terminateServiceBackends, viaPort } from './helpers/pg.js';
 import { describeOnStore } from './helpers/stores.js';
 
@@ -89,7 +89,7 @@ describeOnStore('postgres', 'PostgreSQL outage through a TCP proxy', (fx) => {
       await proxy.start();
       // The token is made directly on the database (this also migrates it).
       token = await cliToken(fx.db, owner('outage'));
-      server = await startServer(serveArgs(viaPort(fx.db, proxy.port), '--pg-pool-size', '4'));
+      server = await serveInProcess(serveArgs(viaPort(fx.db, proxy.port), '--pg-pool-size', '4'));
     });
     after(async () => {
       await stopGracefully(server);
@@ -205,7 +205,7 @@ describeOnStore('postgres', 'PostgreSQL outage through a TCP proxy', (fx) => {
         // the pool's 3 s connect timeout, 6 s is ample for a 503.
         const own = TcpProxy.for(fx.db);
         await own.start();
-        const s = await startServer(
+        const s = await serveInProcess(
           serveArgs(viaPort(fx.db, own.port), '--pg-pool-size', '4', '--pg-statement-timeout-ms', '1000'),
         );
         try {
@@ -264,7 +264,7 @@ describeOnStore('postgres', "PostgreSQL terminates the server's connections", (f
 
     before(async () => {
       token = await cliToken(fx.db, owner('term'));
-      server = await startServer(serveArgs(fx.db, '--pg-pool-size', '5'));
+      server = await serveInProcess(serveArgs(fx.db, '--pg-pool-size', '5'));
     });
     after(() => stopGracefully(server));
 

@@ -19,6 +19,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { expectErrorBody, query } from './helpers/pg.js';
 import { PG_URL, describeOnStore } from './helpers/stores.js';
 
@@ -91,8 +92,8 @@ describeOnStore('pgbouncer', 'PgBouncer in transaction pooling mode', (fx) => {
     before(async () => {
       token = await cliToken(fx.db, owner('shared'), '--pg-pooler', 'transaction');
       // One instance takes the flag, the other the environment variable.
-      a = await startServer(serveArgs(fx.db, '--pg-pooler', 'transaction', '--pg-pool-size', '4'));
-      b = await startServer(serveArgs(fx.db, '--pg-pool-size', '4'), { env: { PLANTS_PG_POOLER: 'transaction' } });
+      a = await serveInProcess(serveArgs(fx.db, '--pg-pooler', 'transaction', '--pg-pool-size', '4'));
+      b = await serveInProcess(serveArgs(fx.db, '--pg-pool-size', '4'), { env: { PLANTS_PG_POOLER: 'transaction' } });
     });
     after(() => stopGracefully(a, b));
 
@@ -147,7 +148,7 @@ describeOnStore('pgbouncer', 'PgBouncer in transaction pooling mode', (fx) => {
 
     before(async () => {
       token = await cliToken(fx.db, owner('outage'), '--pg-pooler', 'transaction');
-      server = await startServer(serveArgs(fx.db, '--pg-pooler', 'transaction', '--pg-pool-size', '4'));
+      server = await serveInProcess(serveArgs(fx.db, '--pg-pooler', 'transaction', '--pg-pool-size', '4'));
     });
     after(() => stopGracefully(server));
 

@@ -1,6 +1,7 @@
 // Whole-process behaviour: acknowledged writes survive kill -9, SIGTERM drains
 // in-flight requests and exits 0, and serve --workers runs a cluster.
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -18,6 +19,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeEachStore, type StoreFixture } from './helpers/stores.js';
 
 interface Outcome {
@@ -130,12 +132,14 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 const SOCKET_ERRORS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ECONNABORTED', 'socket hang up']);
 
 /** Kills a server under concurrent creates and checks every acknowledged create after a restart. */
-async function killDuringCreates(fx: StoreFixture, serverFlags: string[]): Promise<void> {
+async function killDuringCreates(t: TestContext, fx: StoreFixture, serverFlags: string[]): Promise<void> {
   const token = await cliToken(fx.db, 'crash-create');
   const server = await startServer([...serveArgs(fx.db), ...serverFlags]);
   let next = 1;
   const load = runLoad({ clients: 16, nextId: () => next++, send: createVia(server.url, token), maxMs: 15_000 });
+  // At least 1.5 s of load, and enough acknowledged creates, however busy the machine.
   await delay(1500);
+  await until(() => load.acked(200) >= 50, 15_000, '50 acknowledged creates');
   const inFlight = load.inFlight();
   server.kill('SIGKILL');
   await load.done;
@@ -151,7 +155,7 @@ async function killDuringCreates(fx: StoreFixture, serverFlags: string[]): Promi
     'every answer before the kill was 200',
   );
 
-  const restarted = await startServer([...serveArgs(fx.db), ...serverFlags]);
+  const restarted = await serveInProcess([...serveArgs(fx.db), ...serverFlags]);
   const names = await listAllNames(restarted.url, token);
   await stop(restarted);
   const present = new Set(names);
@@ -164,8 +168,8 @@ async function killDuringCreates(fx: StoreFixture, serverFlags: string[]): Promi
     [],
     'only attempted plants exist',
   );
-  console.log(
-    `# kill -9 creates [${fx.kind} ${serverFlags.join(' ')}]: ${acked.length} acknowledged, ${inFlight} in flight at the kill, ${names.length} after restart`,
+  t.diagnostic(
+    `kill -9 creates [${fx.kind} ${serverFlags.join(' ')}]: ${acked.length} acknowledged, ${inFlight} in flight at the kill, ${names.length} after restart`,
   );
 }
 
@@ -173,11 +177,11 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
-  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, () =>
-    killDuringCreates(fx, []),
+  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, (t) =>
+    killDuringCreates(t, fx, []),
   );
 
-  it('every delete acknowledged with 204 stays deleted after kill -9 and a restart', { timeout: 30_000 }, async () => {
+  it('every delete acknowledged with 204 stays deleted after kill -9 and a restart', { timeout: 30_000 }, async (t) => {
     const token = await cliToken(fx.db, 'crash-delete');
     const server = await startServer(serveArgs(fx.db));
     // seed: enough plants that the deletes are still running at the kill
@@ -224,7 +228,7 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
       'every answer before the kill was 204',
     );
 
-    const restarted = await startServer(serveArgs(fx.db));
+    const restarted = await serveInProcess(serveArgs(fx.db));
     const present = new Set(await listAllNames(restarted.url, token));
     await stop(restarted);
     const resurrected = deleted.filter((id) => present.has(`p-${id}`));
@@ -239,8 +243,8 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
       [],
       'plants nobody deleted are still there',
     );
-    console.log(
-      `# kill -9 deletes [${fx.kind}]: ${deleted.length} acknowledged, ${inFlight} in flight at the kill, ${present.size} left of ${total}`,
+    t.diagnostic(
+      `kill -9 deletes [${fx.kind}]: ${deleted.length} acknowledged, ${inFlight} in flight at the kill, ${present.size} left of ${total}`,
     );
   });
 });
@@ -252,7 +256,7 @@ describeEachStore('graceful shutdown', (fx) => {
   it(
     'SIGTERM under load: in-flight requests complete, acknowledged creates persist, exit 0',
     { timeout: 30_000 },
-    async () => {
+    async (t) => {
       const token = await cliToken(fx.db, 'drain');
       const server = await startServer(serveArgs(fx.db, '--access-log'));
       let next = 1;
@@ -326,14 +330,14 @@ describeEachStore('graceful shutdown', (fx) => {
         'every 200 the client got is in the server log',
       );
 
-      const restarted = await startServer(serveArgs(fx.db));
+      const restarted = await serveInProcess(serveArgs(fx.db));
       const present = new Set(await listAllNames(restarted.url, token));
       await stop(restarted);
       const lost = acked.filter((o) => !present.has(`p-${o.id}`)).map((o) => o.id);
       assert.deepEqual(lost, [], 'acknowledged creates are all there after the restart');
       const early = errors.filter((o) => o.flushedAt > 0 && o.flushedAt < termAt);
-      console.log(
-        `# drain [${fx.kind}]: ${acked.length} x 200, ${answered.length - acked.length} x 503, ${errors.length} socket errors, ` +
+      t.diagnostic(
+        `drain [${fx.kind}]: ${acked.length} x 200, ${answered.length - acked.length} x 503, ${errors.length} socket errors, ` +
           `${inFlight} in flight at SIGTERM, exit ${Math.round(exitedAt - termAt)} ms after SIGTERM; ` +
           `socket errors on requests fully written before SIGTERM: ${early.length} ` +
           `(${early.filter((o) => o.reused).length} on kept-alive connections, ${early.filter((o) => !o.reused).length} on new ones; ` +
@@ -347,7 +351,7 @@ describeEachStore('graceful shutdown', (fx) => {
   it(
     'SIGTERM: new connections are refused, a request in flight completes, one that arrives during shutdown gets the 503 Error body',
     { timeout: 30_000 },
-    async () => {
+    async (t) => {
       const token = await cliToken(fx.db, 'drain-raw');
       const server = await startServer(serveArgs(fx.db));
       const connect = async () => {
@@ -386,7 +390,7 @@ describeEachStore('graceful shutdown', (fx) => {
       const exit = await server.waitExit(15_000);
       await until(() => a.closed && b.closed, 5000, 'the server to close both connections');
       assert.deepEqual(exit, { code: 0, signal: null });
-      console.log(`# raw drain [${fx.kind}]: exit ${Math.round(performance.now() - termAt)} ms after SIGTERM`);
+      t.diagnostic(`raw drain [${fx.kind}]: exit ${Math.round(performance.now() - termAt)} ms after SIGTERM`);
 
       const split = (raw: string) => {
         const [head, ...rest] = raw.split('\r\n\r\n');
@@ -404,7 +408,7 @@ describeEachStore('graceful shutdown', (fx) => {
       assert.equal(errorBody.error, 503);
       assert.equal(typeof errorBody.message, 'string');
 
-      const restarted = await startServer(serveArgs(fx.db));
+      const restarted = await serveInProcess(serveArgs(fx.db));
       assert.deepEqual(await listAllNames(restarted.url, token), ['in-flight'], 'the request in flight was stored');
       await stop(restarted);
     },
@@ -484,7 +488,7 @@ describeEachStore('kill -9 durability (--durability normal)', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
   // normal still survives a crash of the process (not of the machine).
-  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, () =>
-    killDuringCreates(fx, ['--durability', 'normal']),
+  it('every create acknowledged with 200 is there after kill -9 and a restart', { timeout: 30_000 }, (t) =>
+    killDuringCreates(t, fx, ['--durability', 'normal']),
   );
 });

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CLI_PATH, migrateWithCli, serveArgs, startServer, useProcessCleanup } from './helpers/server.js';
+import { CLI_PATH, migrateWithCli, serveArgs, useProcessCleanup } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { START_NODE_FLAGS } from '../scripts/npm-start.js';
 
 const run = promisify(execFile);
@@ -131,7 +132,7 @@ describe('Dockerfile', () => {
       assert.ok(cmd, 'HEALTHCHECK ... CMD ["node", ...]');
       const [exe, ...args] = JSON.parse(cmd) as string[];
       assert.equal(exe, 'node');
-      const server = await startServer(serveArgs(db));
+      const server = await serveInProcess(serveArgs(db));
       const env = { PATH: process.env.PATH ?? '', PLANTS_PORT: String(server.port) };
       await run(process.execPath, args, { env, timeout: 10_000 });
       server.kill('SIGTERM');

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { metricsText } from '../src/metrics/metrics.js';
 import { useApp } from './helpers/app.js';
 import { after, commandProbe, describe, it, needs, requirement } from './helpers/requirements.js';
-import { describeEachStore, describeOnStore } from './helpers/stores.js';
+import { describeHttpLayer, describeOnStore } from './helpers/stores.js';
 import {
   cliToken,
   delay,
@@ -95,7 +95,7 @@ describe('rate limit settings', () => {
 
 const remaining = (res: { headers: Record<string, unknown> }) => Number(res.headers['ratelimit-remaining']);
 
-describeEachStore('rate limits in one process', (fx) => {
+describeHttpLayer('rate limits in one process', (fx) => {
   const h = useApp(fx, {
     rateLimit: { max: 3, windowMs: 60_000 },
     authFailLimit: { max: 2, windowMs: 60_000 },

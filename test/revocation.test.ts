@@ -1,5 +1,6 @@
 // A token revoked with the CLI is refused by every running server within 1 s:
-// two server processes on one store, the CLI as a third process.
+// two servers on one store (in this process, each with its own token cache),
+// the revoking CLI as a process of its own.
 import assert from 'node:assert/strict';
 import { before, it } from './helpers/requirements.js';
 import {
@@ -8,17 +9,18 @@ import {
   migrateWithCli,
   runCli,
   serveArgs,
-  startServer,
   useProcessCleanup,
   type ServerProcess,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { describeEachStore } from './helpers/stores.js';
 
 const POLL_MS = 50;
 const DEADLINE_MS = 1000;
 
 async function createToken(db: string, owner: string): Promise<{ token: string; id: string }> {
-  const r = await runCli(['token', 'create', '--owner', owner, '--db', db]);
+  const r = await runCliInProcess(['token', 'create', '--owner', owner, '--db', db]);
   assert.equal(r.code, 0, r.stderr);
   return { token: r.stdout.trim(), id: /tok_[0-9a-f]+/.exec(r.stderr)![0] };
 }
@@ -65,9 +67,9 @@ describeEachStore('revocation across processes', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
-  // two server processes on the same store (for SQLite: the same file), on different ports
+  // two servers on the same store (for SQLite: the same file), on different ports
   const start = async (): Promise<ServerProcess[]> => {
-    const servers = [await startServer(serveArgs(fx.db)), await startServer(serveArgs(fx.db))];
+    const servers = [await serveInProcess(serveArgs(fx.db)), await serveInProcess(serveArgs(fx.db))];
     assert.notEqual(servers[0]!.port, servers[1]!.port);
     return servers;
   };
@@ -76,13 +78,13 @@ describeEachStore('revocation across processes', (fx) => {
     for (const s of servers) assert.deepEqual(await s.waitExit(), { code: 0, signal: null });
   };
 
-  it('a token revoked by value is refused by both servers within 1 s', { timeout: 30_000 }, async () => {
+  it('a token revoked by value is refused by both servers within 1 s', { timeout: 30_000 }, async (t) => {
     const victim = await createToken(fx.db, 'rev-a');
     const bystander = await createToken(fx.db, 'rev-a');
     const [a, b] = await start();
     for (const s of [a!, b!]) {
-      for (const t of [victim.token, bystander.token])
-        assert.equal((await httpRequest(`${s.url}/plants`, { token: t })).status, 200, 'works before');
+      for (const tok of [victim.token, bystander.token])
+        assert.equal((await httpRequest(`${s.url}/plants`, { token: tok })).status, 200, 'works before');
     }
     const created = await httpRequest(`${a!.url}/plants`, {
       method: 'POST',
@@ -92,7 +94,7 @@ describeEachStore('revocation across processes', (fx) => {
     assert.equal(created.status, 200);
 
     const times = await revokeAndTime(fx.db, [a!, b!], victim.token, victim.token);
-    console.log(`# revoke by token [${fx.kind}]: refused after ${times.join(' ms and ')} ms`);
+    t.diagnostic(`revoke by token [${fx.kind}]: refused after ${times.join(' ms and ')} ms`);
 
     for (const s of [a!, b!]) {
       const read = await httpRequest(`${s.url}/plants`, { token: victim.token });
@@ -115,7 +117,7 @@ describeEachStore('revocation across processes', (fx) => {
     await stopAll([a!, b!]);
   });
 
-  it('a token revoked by id is refused by both servers within 1 s', { timeout: 30_000 }, async () => {
+  it('a token revoked by id is refused by both servers within 1 s', { timeout: 30_000 }, async (t) => {
     const victim = await createToken(fx.db, 'rev-b');
     const bystander = await createToken(fx.db, 'rev-c');
     const [a, b] = await start();
@@ -123,7 +125,7 @@ describeEachStore('revocation across processes', (fx) => {
       assert.equal((await httpRequest(`${s.url}/plants`, { token: victim.token })).status, 200, 'works before');
 
     const times = await revokeAndTime(fx.db, [a!, b!], victim.token, victim.id);
-    console.log(`# revoke by id [${fx.kind}]: refused after ${times.join(' ms and ')} ms`);
+    t.diagnostic(`revoke by id [${fx.kind}]: refused after ${times.join(' ms and ')} ms`);
 
     for (const s of [a!, b!]) {
       assert.equal(

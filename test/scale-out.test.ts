@@ -1,5 +1,5 @@
-// Scale-out on PostgreSQL: several real server processes (dist/src/cli/bin.js
-// serve) on different ports share one database. What one writes the other
+// Scale-out on PostgreSQL: several servers (`serve`, in this process, each with
+// its own pool and caches) on different ports share one database. What one writes the other
 // reads, a CLI revocation reaches both within a second, racing creates of one
 // id end in one row, and instances starting together migrate safely.
 import assert from 'node:assert/strict';
@@ -11,12 +11,13 @@ import {
   httpRequest,
   runCli,
   serveArgs,
-  startServer,
   useProcessCleanup,
   type HttpResponse,
   type ServerProcess,
   stopGracefully,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { postgresMigrations } from '../src/store/postgres/migrations.postgres.js';
 import { createScratchDatabase, expectErrorBody, query } from './helpers/pg.js';
 import { describeOnStore } from './helpers/stores.js';
@@ -65,7 +66,7 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
     let b: ServerProcess;
 
     before(async () => {
-      [a, b] = await Promise.all([startServer(serveArgs(fx.db)), startServer(serveArgs(fx.db))]);
+      [a, b] = await Promise.all([serveInProcess(serveArgs(fx.db)), serveInProcess(serveArgs(fx.db))]);
     });
     after(async () => {
       if (a && b) await stopGracefully(a, b);
@@ -139,7 +140,7 @@ describeOnStore('postgres', 'scale-out: two server processes on one database', (
     for (const by of ['token', 'id'] as const) {
       it(`a CLI revoke by ${by} is seen by both servers within 1 s`, { timeout: TEST_TIMEOUT }, async () => {
         const who = owner('revoke');
-        const created = await runCli(['token', 'create', '--owner', who, '--db', fx.db]);
+        const created = await runCliInProcess(['token', 'create', '--owner', who, '--db', fx.db]);
         assert.equal(created.code, 0, created.stderr);
         const token = created.stdout.trim();
         const tokenId = /created (tok_[0-9a-f]+) /.exec(created.stderr)?.[1];
@@ -302,9 +303,9 @@ describeOnStore('postgres', 'scale-out: instances starting together on an empty 
           }
           const [migrated, ...servers] = await Promise.all([
             runCli(['migrate', '--db', db]),
-            startServer(serveArgs(db)),
-            startServer(serveArgs(db)),
-            startServer(serveArgs(db)),
+            serveInProcess(serveArgs(db)),
+            serveInProcess(serveArgs(db)),
+            serveInProcess(serveArgs(db)),
           ]);
           try {
             assert.equal(migrated!.code, 0, `migrate: ${migrated!.stderr}`);

@@ -13,7 +13,7 @@ import {
   useProcessCleanup,
   type ServerProcess,
 } from './helpers/server.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeOnStore } from './helpers/stores.js';
 
 const LIMIT = { timeout: 60_000 };
 
@@ -51,7 +51,7 @@ async function halfSentCreate(server: ServerProcess, token: string, id: number) 
   };
 }
 
-describeEachStore('repeated shutdown signals', (fx) => {
+describeOnStore('sqlite', 'repeated shutdown signals', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 
@@ -94,7 +94,7 @@ describeEachStore('repeated shutdown signals', (fx) => {
   });
 });
 
-describeEachStore('planned shutdown with requests still arriving', (fx) => {
+describeOnStore('sqlite', 'planned shutdown with requests still arriving', (fx) => {
   useProcessCleanup();
   before(() => migrateWithCli(fx.db));
 

@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, deletePlant, expectError, jsonBody, listAll, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 
 const ID_MESSAGE = 'id must be an integer between -9223372036854775808 and 9223372036854775807';
 
-describeEachStore('Ids as decimal strings', (fx) => {
+describeHttpLayer('Ids as decimal strings', (fx) => {
   const h = useApp(fx);
 
   async function create(token: string, id: string, name: string): Promise<number> {

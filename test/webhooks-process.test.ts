@@ -2,6 +2,7 @@
 // of a write and the delivery of its event, two instances on one PostgreSQL,
 // and serve --workers 2 on one SQLite file.
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import {
   stopGracefully,
   useProcessCleanup,
 } from './helpers/server.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeEachStore, describeOnStore, type StoreFixture } from './helpers/stores.js';
 import { WebhookReceiver, type ReceivedRequest } from './helpers/webhook-receiver.js';
 import { runCliInProcess } from './helpers/cli.js';
@@ -96,7 +98,7 @@ describeEachStore('webhooks across processes', (fx) => {
   it(
     'kill -9 between the acknowledgement and the delivery: after a restart every acknowledged create arrives',
     LIMIT,
-    async () => {
+    async (t) => {
       await migrateWithCli(fx.db);
       const keyPath = join(dir, `${fx.kind}-kill.key`);
       const rx = await new WebhookReceiver().start();
@@ -118,7 +120,7 @@ describeEachStore('webhooks across processes', (fx) => {
 
       rx.releaseHeld();
       rx.answer = () => ({ status: 200 });
-      const restarted = await startServer(webhookServeArgs(fx, keyPath));
+      const restarted = await serveInProcess(webhookServeArgs(fx, keyPath));
       // Events claimed by the killed process wait for their lease to run out (a few seconds here).
       await rx.waitFor(
         (all) => new Set(all.filter((r) => r.status === 200).map(plantIdOf)).size >= n,
@@ -135,14 +137,19 @@ describeEachStore('webhooks across processes', (fx) => {
       const deliveredIds = new Set(delivered.map((r) => r.headers['webhook-id']));
       for (const id of inFlight)
         assert.ok(deliveredIds.has(id), `the event in flight at the kill (${id}) keeps its webhook-id`);
-      console.log(
-        `# kill -9 [${fx.kind}]: ${n} acknowledged, ${inFlight.length} attempts under way or failed before the kill, ${delivered.length} deliveries after the restart`,
+      t.diagnostic(
+        `kill -9 [${fx.kind}]: ${n} acknowledged, ${inFlight.length} attempts under way or failed before the kill, ${delivered.length} deliveries after the restart`,
       );
     },
   );
 });
 
-async function deliverWithoutDuplicates(fx: StoreFixture, servers: string[][], label: string): Promise<void> {
+async function deliverWithoutDuplicates(
+  t: TestContext,
+  fx: StoreFixture,
+  servers: string[][],
+  label: string,
+): Promise<void> {
   await migrateWithCli(fx.db);
   const keyPath = join(dir, `${fx.kind}-${label}.key`);
   const rx = await new WebhookReceiver().start();
@@ -181,8 +188,8 @@ async function deliverWithoutDuplicates(fx: StoreFixture, servers: string[][], l
     for (const s of started)
       for (const l of s.logLines())
         if (l.msg === 'webhook delivered') deliveredBy.set(l.pid, (deliveredBy.get(l.pid) ?? 0) + 1);
-    console.log(
-      `# ${label} [${fx.kind}]: ${total} events delivered once each; deliveries per process: ${[...deliveredBy.values()].join(', ')}`,
+    t.diagnostic(
+      `${label} [${fx.kind}]: ${total} events delivered once each; deliveries per process: ${[...deliveredBy.values()].join(', ')}`,
     );
   } finally {
     await rx.stop();
@@ -191,14 +198,14 @@ async function deliverWithoutDuplicates(fx: StoreFixture, servers: string[][], l
 
 describeOnStore('postgres', 'webhooks with two instances on one PostgreSQL', (fx) => {
   useProcessCleanup();
-  it('each event is claimed by one instance: none lost, none delivered twice', LIMIT, () =>
-    deliverWithoutDuplicates(fx, [[], []], 'two-instances'),
+  it('each event is claimed by one instance: none lost, none delivered twice', LIMIT, (t) =>
+    deliverWithoutDuplicates(t, fx, [[], []], 'two-instances'),
   );
 });
 
 describeOnStore('sqlite', 'webhooks with serve --workers 2 on one SQLite file', (fx) => {
   useProcessCleanup();
-  it('each event is claimed by one worker: none lost, none delivered twice', LIMIT, () =>
-    deliverWithoutDuplicates(fx, [['--workers', '2']], 'workers'),
+  it('each event is claimed by one worker: none lost, none delivered twice', LIMIT, (t) =>
+    deliverWithoutDuplicates(t, fx, [['--workers', '2']], 'workers'),
   );
 });

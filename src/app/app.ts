@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
@@ -64,10 +65,12 @@ function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
 export interface AppOptions {
   /** An open store; the caller opens it and closes it after the app. */
   store: Store;
+  /** Where log lines go instead of stdout (fd 1). */
+  logStream?: DestinationStream | undefined;
 }
 
 /** The whole service as an unlistened Fastify instance. */
-export async function buildApp(config: Readonly<Config>, { store }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(config: Readonly<Config>, { store, logStream }: AppOptions): Promise<FastifyInstance> {
   // Metrics are recorded only when something can read them: the admin listener.
   const metrics = config.adminPort !== null;
   if (metrics) enableMetrics();
@@ -76,7 +79,7 @@ export async function buildApp(config: Readonly<Config>, { store }: AppOptions):
   // shutdown, so they are counted into one line instead of logged one by one.
   const refused = new WeakSet<object>();
   let refusedCount = 0;
-  const logger = createLogger(config);
+  const logger = createLogger(config, logStream);
   const app = Fastify({
     loggerInstance: logger,
     logController: requestLog(config, logger, (request) => closing && refused.has(request)),

@@ -1,5 +1,5 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import { destination, levels, pino } from 'pino';
+import { destination, levels, pino, type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
 import { LogSampler, loggableUrl } from '../http/log-lines.js';
 
@@ -7,13 +7,17 @@ import { LogSampler, loggableUrl } from '../http/log-lines.js';
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
  * and written asynchronously: one write per request would cost a system call
  * on the hot path. The buffer is flushed at least every second, and when the
- * process exits.
+ * process exits. With `stream` (the CLI run in-process) lines go there instead.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): FastifyBaseLogger {
+export function createLogger(
+  config: Pick<Config, 'logLevel' | 'logPretty'>,
+  stream?: DestinationStream,
+): FastifyBaseLogger {
   const options = {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
   };
+  if (stream) return pino(options, stream);
   if (config.logPretty) {
     return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } });
   }

@@ -6,7 +6,8 @@ import type { Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { clusterMetricsText } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
-import type { CommandContext } from './args.js';
+import type { CommandContext, ShutdownSignal } from './args.js';
+import { logStream } from './log-stream.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
 import { openCommandStore } from './store.js';
@@ -19,7 +20,9 @@ const CRASH_LIMIT = 5;
 const CRASH_WINDOW_MS = 10_000;
 
 /** The primary's own log lines: JSON on stdout like the workers', pretty on a terminal. */
-function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Logger {
+function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, ctx: CommandContext): Logger {
+  const stream = logStream(ctx);
+  if (stream) return pino({ level: config.logLevel }, stream);
   if (config.logPretty) {
     return pino({
       level: config.logLevel,
@@ -41,6 +44,23 @@ function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Logger {
  * within CRASH_WINDOW_MS).
  */
 export async function runPrimary(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
+  const { store, token, usable } = await prepareStore(config);
+  // Shown at once: the store keeps only its hash, so a failed start must not
+  // lose it. With --port 0 the curl example waits for the port the workers get.
+  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
+  const log = primaryLogger(config, ctx);
+  const where = storeLocation(config.db);
+  log.info({ store: where }, `store: ${describeLocation(where)}`);
+  if (!token) logTokenHint(log, usable, where);
+  const workers = new Workers(config, ctx, log, token);
+  const admin = config.adminPort === null ? undefined : await startPrimaryAdmin(config, log, store, workers);
+  return workers.run(() => closeAdmin(admin, config.adminPort === null ? undefined : store));
+}
+
+/** Opens the store once (migrating it) and makes the first token; closed again unless the admin port needs it. */
+async function prepareStore(
+  config: Readonly<Config>,
+): Promise<{ store: Store; token: string | undefined; usable: number }> {
   const store = await openCommandStore(config);
   let token: string | undefined;
   let usable = 0;
@@ -51,123 +71,149 @@ export async function runPrimary(config: Readonly<Config>, ctx: CommandContext):
     // With an admin port the primary keeps the store open to answer /readyz.
     if (config.adminPort === null) await store.close();
   }
-  // Shown at once: the store keeps only its hash, so a failed start must not
-  // lose it. With --port 0 the curl example waits for the port the workers get.
-  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
+  return { store, token, usable };
+}
 
-  const log = primaryLogger(config);
-  const where = storeLocation(config.db);
-  log.info({ store: where }, `store: ${describeLocation(where)}`);
-  if (!token) logTokenHint(log, usable, where);
-  const live = new Set<Worker>();
-  const everListened = new Set<Worker>();
-  const restartTimers = new Set<NodeJS.Timeout>();
-  const recentExits: number[] = [];
-  let listeningEvents = 0;
-  let announcedPort: number | undefined;
-  let stopping = false;
-  const admin =
-    config.adminPort === null
-      ? undefined
-      : await startPrimaryAdmin(config, log, store, () => {
-          if (stopping) return 'the server is shutting down';
-          const listening = [...live].filter((w) => everListened.has(w)).length;
-          return listening < config.workers ? `${listening} of ${config.workers} workers are listening` : undefined;
-        });
+/** The workers of one primary: forked, watched, replaced, and stopped on a signal or a failure. */
+class Workers {
+  private readonly live = new Set<Worker>();
+  private readonly everListened = new Set<Worker>();
+  private readonly restartTimers = new Set<NodeJS.Timeout>();
+  private readonly recentExits: number[] = [];
+  private listeningEvents = 0;
+  private announcedPort: number | undefined;
+  private stopping = false;
+  private failure: Error | undefined;
+  private workerFailed = false;
+  private forcedBy: ShutdownSignal | undefined;
+  private stopSignals = () => {};
+  private settle: (finish: Promise<number>) => void = () => {};
+  private close: () => Promise<void> = async () => {};
 
-  const fork = () => {
-    live.add(cluster.fork());
-  };
+  constructor(
+    private readonly config: Readonly<Config>,
+    private readonly ctx: CommandContext,
+    private readonly log: Logger,
+    private readonly token: string | undefined,
+  ) {}
 
-  return new Promise<number>((resolve, reject) => {
-    let failure: Error | undefined;
-    let workerFailed = false;
-    let forcedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  /** Why /readyz is not ready, or undefined when every worker listens. */
+  notReady(): string | undefined {
+    if (this.stopping) return 'the server is shutting down';
+    const listening = [...this.live].filter((w) => this.everListened.has(w)).length;
+    return listening < this.config.workers ? `${listening} of ${this.config.workers} workers are listening` : undefined;
+  }
 
-    const finish = () => {
-      stopListening();
-      void closeAdmin(admin, config.adminPort === null ? undefined : store).then(() => {
-        if (failure) reject(failure);
-        else resolve(forcedBy ? exitCodeFor(forcedBy) : workerFailed ? 1 : 0);
+  /** Forks the workers; resolves with the exit code once they have all exited and `close` has run. */
+  run(close: () => Promise<void>): Promise<number> {
+    this.close = close;
+    return new Promise<number>((resolve) => {
+      this.settle = (finish) => resolve(finish);
+      this.stopSignals = onShutdownSignals(this.ctx.signals, {
+        drain: (signal) => {
+          this.log.info({ signal }, `shutting down: workers finish in-flight requests (${forceHint(signal)})`);
+          this.shutdown(undefined);
+        },
+        force: (signal) => {
+          // A second SIGTERM makes each worker exit at once too.
+          this.log.warn({ signal }, `${signal} again: workers exit now, without waiting for in-flight requests`);
+          this.forcedBy = signal;
+          if (this.live.size === 0) return this.finish();
+          for (const w of this.live) w.process.kill('SIGTERM');
+        },
       });
-    };
-
-    const shutdown = (why: Error | undefined) => {
-      if (stopping) return;
-      stopping = true;
-      failure = why;
-      for (const t of restartTimers) clearTimeout(t);
-      restartTimers.clear();
-      if (why) log.fatal(`${why.message}; stopping the other workers`);
-      if (live.size === 0) return finish();
-      for (const w of live) w.process.kill('SIGTERM');
-    };
-
-    const stopListening = onShutdownSignals(ctx.signals, {
-      drain(signal) {
-        log.info({ signal }, `shutting down: workers finish in-flight requests (${forceHint(signal)})`);
-        shutdown(undefined);
-      },
-      force(signal) {
-        // A second SIGTERM makes each worker exit at once too.
-        log.warn({ signal }, `${signal} again: workers exit now, without waiting for in-flight requests`);
-        forcedBy = signal;
-        if (live.size === 0) return finish();
-        for (const w of live) w.process.kill('SIGTERM');
-      },
+      cluster.on('listening', (worker: Worker, address: Address) => this.onListening(worker, address));
+      cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) =>
+        this.onExit(worker, code, signal),
+      );
+      for (let i = 0; i < this.config.workers; i++) this.fork();
     });
+  }
 
-    cluster.on('listening', (worker: Worker, address: Address) => {
-      everListened.add(worker);
-      // The address the workers really got, which differs from config.port for --port 0.
-      const url = baseUrl(config, address.port);
-      if (++listeningEvents < config.workers) return;
-      if (listeningEvents === config.workers) {
-        announcedPort = address.port;
-        log.info(`${config.workers} workers listening on ${url}`);
-        if (token && config.port === 0) announceCurl(ctx, token, url);
-      } else if (address.port !== announcedPort) {
-        // With --port 0, once every worker has exited the shared socket is
-        // closed, and the replacements get a new free port.
-        announcedPort = address.port;
-        log.warn(`workers now listen on ${url}: every worker had exited, and --port 0 picked a new port`);
-      }
-    });
+  private fork(): void {
+    this.live.add(cluster.fork());
+  }
 
-    cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
-      live.delete(worker);
-      const how = signal ?? code;
-      if (stopping) {
-        if (code !== 0) workerFailed = true;
-        if (live.size === 0) finish();
-        return;
-      }
-      if (!everListened.has(worker)) {
-        return shutdown(
-          new Error(`worker ${worker.process.pid} exited (${how}) before it listened on ${baseUrl(config)}`),
-        );
-      }
-      const now = Date.now();
-      recentExits.push(now);
-      while (recentExits.length > 0 && recentExits[0]! <= now - CRASH_WINDOW_MS) recentExits.shift();
-      if (recentExits.length >= CRASH_LIMIT) {
-        return shutdown(
-          new Error(
-            `workers keep exiting: ${recentExits.length} exits within ${CRASH_WINDOW_MS / 1000} s (last: worker ${worker.process.pid}, ${how})`,
-          ),
-        );
-      }
-      log.error(`worker ${worker.process.pid} exited (${how}); starting a new one in ${RESTART_DELAY_MS} ms`);
-      // Not unref'd: with every worker dead this timer is all that keeps the primary alive.
-      const timer = setTimeout(() => {
-        restartTimers.delete(timer);
-        if (!stopping) fork();
-      }, RESTART_DELAY_MS);
-      restartTimers.add(timer);
-    });
+  /** Says once where every worker listens, and again if --port 0 moved them. */
+  private onListening(worker: Worker, address: Address): void {
+    this.everListened.add(worker);
+    // The address the workers really got, which differs from config.port for --port 0.
+    const url = baseUrl(this.config, address.port);
+    if (++this.listeningEvents < this.config.workers) return;
+    if (this.listeningEvents === this.config.workers) {
+      this.announcedPort = address.port;
+      this.log.info(`${this.config.workers} workers listening on ${url}`);
+      if (this.token && this.config.port === 0) announceCurl(this.ctx, this.token, url);
+    } else if (address.port !== this.announcedPort) {
+      // With --port 0, once every worker has exited the shared socket is
+      // closed, and the replacements get a new free port.
+      this.announcedPort = address.port;
+      this.log.warn(`workers now listen on ${url}: every worker had exited, and --port 0 picked a new port`);
+    }
+  }
 
-    for (let i = 0; i < config.workers; i++) fork();
-  });
+  /** A worker exited: the end of a shutdown, a reason to give up, or one to replace. */
+  private onExit(worker: Worker, code: number | null, signal: string | null): void {
+    this.live.delete(worker);
+    const how = signal ?? code;
+    if (this.stopping) {
+      if (code !== 0) this.workerFailed = true;
+      if (this.live.size === 0) this.finish();
+      return;
+    }
+    if (!this.everListened.has(worker)) {
+      return this.shutdown(
+        new Error(`worker ${worker.process.pid} exited (${how}) before it listened on ${baseUrl(this.config)}`),
+      );
+    }
+    const crashLoop = this.crashLoop(worker, how);
+    if (crashLoop) return this.shutdown(crashLoop);
+    this.log.error(`worker ${worker.process.pid} exited (${how}); starting a new one in ${RESTART_DELAY_MS} ms`);
+    this.restartLater();
+  }
+
+  /** CRASH_LIMIT exits within CRASH_WINDOW_MS, counting this one: the error to give up with. */
+  private crashLoop(worker: Worker, how: string | number | null): Error | undefined {
+    const now = Date.now();
+    this.recentExits.push(now);
+    while (this.recentExits.length > 0 && this.recentExits[0]! <= now - CRASH_WINDOW_MS) this.recentExits.shift();
+    if (this.recentExits.length < CRASH_LIMIT) return undefined;
+    return new Error(
+      `workers keep exiting: ${this.recentExits.length} exits within ${CRASH_WINDOW_MS / 1000} s (last: worker ${worker.process.pid}, ${how})`,
+    );
+  }
+
+  private restartLater(): void {
+    // Not unref'd: with every worker dead this timer is all that keeps the primary alive.
+    const timer = setTimeout(() => {
+      this.restartTimers.delete(timer);
+      if (!this.stopping) this.fork();
+    }, RESTART_DELAY_MS);
+    this.restartTimers.add(timer);
+  }
+
+  /** Stops every worker (SIGTERM: they drain); `why` is the failure that made the primary give up. */
+  private shutdown(why: Error | undefined): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.failure = why;
+    for (const t of this.restartTimers) clearTimeout(t);
+    this.restartTimers.clear();
+    if (why) this.log.fatal(`${why.message}; stopping the other workers`);
+    if (this.live.size === 0) return this.finish();
+    for (const w of this.live) w.process.kill('SIGTERM');
+  }
+
+  /** Every worker has exited: close what the primary holds and settle the exit code. */
+  private finish(): void {
+    this.stopSignals();
+    this.settle(
+      this.close().then(() => {
+        if (this.failure) throw this.failure;
+        return this.forcedBy ? exitCodeFor(this.forcedBy) : this.workerFailed ? 1 : 0;
+      }),
+    );
+  }
 }
 
 /**
@@ -179,7 +225,7 @@ async function startPrimaryAdmin(
   config: Readonly<Config>,
   log: Logger,
   store: Store,
-  notReady: () => string | undefined,
+  workers: Pick<Workers, 'notReady'>,
 ): Promise<FastifyInstance> {
   // A scrape while workers start (or stop) is expected: 503, and one info line per start.
   let toldStarting = false;
@@ -188,7 +234,7 @@ async function startPrimaryAdmin(
       logger: log,
       limits: config,
       metrics: async () => {
-        const starting = notReady();
+        const starting = workers.notReady();
         if (starting !== undefined) {
           if (!toldStarting) log.info(`metrics are not served until every worker listens: ${starting}`);
           toldStarting = true;
@@ -202,7 +248,7 @@ async function startPrimaryAdmin(
         }
       },
       ready: async () => {
-        const why = notReady();
+        const why = workers.notReady();
         if (why !== undefined) throw errors.unavailable(why);
         await store.ping();
       },

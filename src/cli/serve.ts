@@ -13,6 +13,8 @@ import { runPrimary } from './serve-cluster.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
 import { checkCommandConnections, openCommandStore } from './store.js';
 import { describeLocation, storeLocation } from './store-location.js';
+import { logStream } from './log-stream.js';
+import type { Store } from '../store/store.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -33,22 +35,71 @@ export const serve: Command = {
   },
 };
 
+/** What one server process runs; the shutdown reads it as it is when the signal comes. */
+interface Running {
+  app: FastifyInstance;
+  store: Store;
+  deliveries: DeliveryLoop;
+  /** Settles once the public listener is up (or failed). */
+  listening: Promise<unknown>;
+  /** The admin listener (--admin-port), started after the public one. */
+  admin: Promise<FastifyInstance | undefined>;
+  draining: boolean;
+}
+
 /** One server process: listen, then wait for SIGTERM/SIGINT and shut down gracefully. */
 async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
   const store = await openCommandStore(config);
+  const token = await firstToken(config, ctx, store);
+  const app = await buildApp(config, { store, logStream: logStream(ctx) });
+  await logStart(app, store, config, token);
+  const running: Running = {
+    app,
+    store,
+    deliveries: deliveryLoop(config, store, app),
+    // Signals are handled from before listen: a supervisor may send SIGTERM as
+    // soon as it sees the "listening" line, before listen() has returned here.
+    listening: new Promise(() => {}),
+    admin: Promise.resolve(undefined),
+    draining: false,
+  };
+  const { exited, stopListening } = shutdownOnSignals(ctx, running);
+  await listenPublic(config, running, stopListening);
+  await listenAdmin(config, running, stopListening);
+  if (token && config.port === 0) {
+    const address = app.server.address();
+    announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
+  }
+  flushLogger(app.log);
+  running.deliveries.start();
+  return exited;
+}
+
+/** The first token of a store that has none, shown at once (a worker of --workers never makes one). */
+async function firstToken(config: Readonly<Config>, ctx: CommandContext, store: Store): Promise<string | undefined> {
   const token = cluster.isWorker ? undefined : await bootstrapToken(store);
   // Shown at once: the store keeps only its hash, so a failed listen must not lose it.
   // With --port 0 the curl example waits for the port the server gets.
   if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
-  const app = await buildApp(config, { store });
+  return token;
+}
+
+/** The start-up lines: which store, and how to get a token. With --workers the primary has said both already. */
+async function logStart(
+  app: FastifyInstance,
+  store: Store,
+  config: Readonly<Config>,
+  token: string | undefined,
+): Promise<void> {
+  if (cluster.isWorker) return;
   const where = storeLocation(config.db);
-  // With --workers the primary has said both already.
-  if (!cluster.isWorker) {
-    app.log.info({ store: where }, `store: ${describeLocation(where)}`);
-    if (!token) logTokenHint(app.log, await usableTokenCount(store), where);
-  }
-  // Webhook events go out from this loop, never from a request's handling.
-  const deliveries = new DeliveryLoop({
+  app.log.info({ store: where }, `store: ${describeLocation(where)}`);
+  if (!token) logTokenHint(app.log, await usableTokenCount(store), where);
+}
+
+/** Webhook events go out from this loop, never from a request's handling. */
+function deliveryLoop(config: Readonly<Config>, store: Store, app: FastifyInstance): DeliveryLoop {
+  return new DeliveryLoop({
     outbox: store.outbox,
     webhooks: store.webhooks,
     keyPath: webhookKeyPath(config),
@@ -57,13 +108,18 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     maxPending: config.webhooksMaxPending,
     log: app.log,
   });
-  // Signals are handled from before listen: a supervisor may send SIGTERM as
-  // soon as it sees the "listening" line, before listen() has returned here.
-  let listening: Promise<unknown> = new Promise(() => {});
+}
+
+/**
+ * The first SIGTERM/SIGINT drains (in-flight requests finish, then the
+ * listeners, the delivery loop and the store close); a later one exits at once.
+ */
+function shutdownOnSignals(
+  ctx: CommandContext,
+  running: Running,
+): { exited: Promise<number>; stopListening: () => void } {
+  const { app } = running;
   let stopListening = () => {};
-  // The admin listener (--admin-port) starts after the public one; a drain closes it too.
-  let admin: Promise<FastifyInstance | undefined> = Promise.resolve(undefined);
-  let draining = false;
   const exited = new Promise<number>((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const done = (code: number) => {
@@ -74,17 +130,17 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
     };
     stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {
-        draining = true;
+        running.draining = true;
         app.log.info({ signal }, `shutting down: finishing in-flight requests (${forceHint(signal)})`);
         timer = setTimeout(() => {
           app.log.error('in-flight requests did not finish in time; exiting');
           done(1);
         }, SHUTDOWN_GRACE_MS).unref();
         try {
-          await listening.catch(() => {});
-          await Promise.all([app.close(), deliveries.stop()]);
-          await (await admin.catch(() => undefined))?.close();
-          await store.close();
+          await running.listening.catch(() => {});
+          await Promise.all([app.close(), running.deliveries.stop()]);
+          await (await running.admin.catch(() => undefined))?.close();
+          await running.store.close();
           done(0);
         } catch (error) {
           app.log.error({ err: error }, 'shutdown failed');
@@ -98,44 +154,46 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
       },
     });
   });
+  return { exited, stopListening };
+}
+
+/** Listens on --host/--port; on failure closes everything and throws. */
+async function listenPublic(config: Readonly<Config>, running: Running, stopListening: () => void): Promise<void> {
+  const { app } = running;
   try {
-    listening = app.listen({ host: config.host, port: config.port });
-    await listening;
+    running.listening = app.listen({ host: config.host, port: config.port });
+    await running.listening;
   } catch (error) {
     stopListening();
-    await deliveries.stop();
+    await running.deliveries.stop();
     await app.close().catch(() => {});
-    await store.close().catch(() => {});
+    await running.store.close().catch(() => {});
     throw error;
   }
-  // In a cluster the primary serves the admin port, with the sums over the workers.
-  if (config.adminPort !== null && !cluster.isWorker && !draining) {
-    admin = startAdmin(config.host, config.adminPort, {
-      logger: app.log,
-      limits: config,
-      metrics: metricsText,
-      // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
-      ready: async () => {
-        const res = await app
-          .inject({ method: 'GET', url: '/readyz' })
-          .catch(() => Promise.reject(errors.unavailable('the server is shutting down')));
-        if (res.statusCode !== 200) throw errors.unavailable(res.json<{ message?: string }>().message);
-      },
-    });
-    try {
-      await admin;
-    } catch (error) {
-      stopListening();
-      await app.close().catch(() => {});
-      await store.close().catch(() => {});
-      throw error;
-    }
+}
+
+/** The admin listener (--admin-port). In a cluster the primary serves it instead, with the sums over the workers. */
+async function listenAdmin(config: Readonly<Config>, running: Running, stopListening: () => void): Promise<void> {
+  if (config.adminPort === null || cluster.isWorker || running.draining) return;
+  const { app } = running;
+  running.admin = startAdmin(config.host, config.adminPort, {
+    logger: app.log,
+    limits: config,
+    metrics: metricsText,
+    // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
+    ready: async () => {
+      const res = await app
+        .inject({ method: 'GET', url: '/readyz' })
+        .catch(() => Promise.reject(errors.unavailable('the server is shutting down')));
+      if (res.statusCode !== 200) throw errors.unavailable(res.json<{ message?: string }>().message);
+    },
+  });
+  try {
+    await running.admin;
+  } catch (error) {
+    stopListening();
+    await app.close().catch(() => {});
+    await running.store.close().catch(() => {});
+    throw error;
   }
-  if (token && config.port === 0) {
-    const address = app.server.address();
-    announceCurl(ctx, token, baseUrl(config, typeof address === 'object' && address ? address.port : config.port));
-  }
-  flushLogger(app.log);
-  deliveries.start();
-  return exited;
 }

@@ -30,11 +30,26 @@ import type { TestFn, TestOptions } from 'node:test';
 
 const IN_CI = process.env.CI === 'true';
 
-// Live bindings: needs() swaps them while its body declares tests, so that
-// outside it importers call node:test directly (and failures point at them).
+/**
+ * A test's time limit unless its options give one, so that a hang fails the
+ * test in a minute and a half instead of stalling the run (`npm test` gives
+ * each test file ten minutes in all).
+ */
+export const TEST_TIMEOUT_MS = 90_000;
+
+/** node:test's it/test with TEST_TIMEOUT_MS as the default timeout. */
+function timed(real: typeof nodeTest.it): typeof nodeTest.it {
+  const declare = (...args: unknown[]) => {
+    const { name, options, fn } = testArgs(args);
+    return real(name, { timeout: TEST_TIMEOUT_MS, ...options }, fn);
+  };
+  return Object.assign(declare, { skip: real.skip, todo: real.todo, only: real.only }) as typeof nodeTest.it;
+}
+
+// Live bindings: needs() swaps them while its body declares tests.
 export let describe = nodeTest.describe;
-export let it = nodeTest.it;
-export let test = nodeTest.test;
+export let it = timed(nodeTest.it);
+export let test = timed(nodeTest.test);
 export let before = nodeTest.before;
 export let after = nodeTest.after;
 export let beforeEach = nodeTest.beforeEach;

@@ -162,6 +162,64 @@ export interface ServerProcess {
   waitForOutput(predicate: (stdout: string, stderr: string) => boolean, timeoutMs?: number): Promise<void>;
 }
 
+/** What waitForOutput watches: a process's (or an in-process server's) output and exit. */
+export interface OutputWatch {
+  /** Each is called whenever the output grows or the server exits. */
+  watchers: Set<() => void>;
+  /** How it exited ("0", "SIGKILL", …), once it has. */
+  exited(): string | undefined;
+  /** Everything written so far, for error messages. */
+  output(): string;
+}
+
+/** Resolves when `predicate` holds; rejects after `ms`, or when the server exits first. */
+export function waitForOutput(watch: OutputWatch, predicate: () => boolean, ms: number, what: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const check = () => {
+      const exited = watch.exited();
+      if (predicate()) {
+        done();
+        resolve();
+      } else if (exited !== undefined) {
+        done();
+        reject(new Error(`server exited (${exited}) before ${what}\n${watch.output()}`));
+      }
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`timed out after ${ms} ms waiting for ${what}\n${watch.output()}`));
+    }, ms);
+    const done = () => {
+      clearTimeout(timer);
+      watch.watchers.delete(check);
+    };
+    watch.watchers.add(check);
+    check();
+  });
+}
+
+/** The JSON lines of a log (lines that are not JSON are left out). */
+export function jsonLines(text: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      out.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a partial last line
+    }
+  }
+  return out;
+}
+
+const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
+
+/** The admin listener's URL (--admin-port), from the server's log line. */
+export async function adminUrlOf(server: ServerProcess): Promise<string> {
+  await server.waitForOutput((out) => ADMIN_LINE.test(out));
+  return ADMIN_LINE.exec(server.stdout)![1]!;
+}
+
 /** The usual serve arguments: a free port on 127.0.0.1, the given store, log level info. */
 /** SIGTERM, then SIGKILL if a server has not exited within 10 s. */
 export async function stopGracefully(...servers: (ServerProcess | undefined)[]): Promise<void> {
@@ -169,7 +227,8 @@ export async function stopGracefully(...servers: (ServerProcess | undefined)[]):
     servers.map(async (s) => {
       if (!s || s.exited) return;
       s.kill('SIGTERM');
-      await s.waitExit(10_000).catch(() => s.kill('SIGKILL'));
+      // An in-process server (helpers/serve-in-process.ts) cannot be killed; its file's end stops it.
+      await s.waitExit(10_000).catch(() => s.pid !== process.pid && s.kill('SIGKILL'));
     }),
   );
 }
@@ -195,7 +254,8 @@ export async function startServer(
   } = {},
 ): Promise<ServerProcess> {
   const listeners = opts.listeners ?? 1;
-  const timeoutMs = opts.timeoutMs ?? 20_000;
+  // Generous: on a busy machine (or under coverage) a cluster of workers takes a while to start.
+  const timeoutMs = opts.timeoutMs ?? 45_000;
   const [command, ...prefixArgs] = [...(opts.prefix ?? []), process.execPath];
   const node = [...START_NODE_FLAGS, '--enable-source-maps', CLI_PATH, 'serve'];
   const child = spawn(command!, [...prefixArgs, ...node, ...args], {
@@ -240,31 +300,16 @@ export async function startServer(
   spawnError.catch(() => {});
 
   const waitFor = (predicate: () => boolean, ms: number, what: string): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (predicate()) {
-          done();
-          resolve();
-        } else if (exitInfo) {
-          done();
-          reject(
-            new Error(
-              `server exited (${exitInfo.signal ?? exitInfo.code}) before ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`,
-            ),
-          );
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`timed out after ${ms} ms waiting for ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        watchers.delete(check);
-      };
-      watchers.add(check);
-      check();
-    });
+    waitForOutput(
+      {
+        watchers,
+        exited: () => exitInfo && String(exitInfo.signal ?? exitInfo.code),
+        output: () => `stdout:\n${stdout}\nstderr:\n${stderr}`,
+      },
+      predicate,
+      ms,
+      what,
+    );
 
   const listeningUrls = () =>
     stdout
@@ -296,16 +341,7 @@ export async function startServer(
       return exitInfo !== undefined;
     },
     logLines() {
-      const out: Record<string, unknown>[] = [];
-      for (const line of stdout.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try {
-          out.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // a partial last line
-        }
-      }
-      return out;
+      return jsonLines(stdout);
     },
     logPids() {
       return new Set(pids);

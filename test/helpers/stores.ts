@@ -139,6 +139,14 @@ export function describeEachStore(
   for (const kind of kinds) describeOnStore(kind, title, body);
 }
 
+/**
+ * An HTTP-layer suite: what it tests sits above the store interface, which the
+ * contract suite checks on every store, so it runs on one store (SQLite).
+ */
+export function describeHttpLayer(title: string, body: (fx: StoreFixture) => void): void {
+  describeOnStore('sqlite', title, body);
+}
+
 export function describeOnStore(kind: StoreKind, title: string, body: (fx: StoreFixture) => void): void {
   needs(missingFor(kind), () =>
     describe(`${title} [${kind}]`, () => {

@@ -5,15 +5,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, it } from './helpers/requirements.js';
+import { after, before, it } from '../helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { NPM, npmEnv, run, typecheckStrict } from './helpers/packed.js';
-import { buildApp } from '../src/app/app.js';
-import { issueToken } from '../src/auth/tokens.js';
-import { describeOnStore } from './helpers/stores.js';
+import { NPM, npmEnv, run, typecheckStrict } from '../helpers/packed.js';
+import { buildApp } from '../../src/app/app.js';
+import { issueToken } from '../../src/auth/tokens.js';
+import { describeOnStore } from '../helpers/stores.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 const program = (baseUrl: string, token: string) => `
 import { PlantStoreClient, PlantStoreError, type ErrorBody, type NewPlant, type Plant, type PlantId } from 'plant-store/client';

@@ -4,9 +4,9 @@
 // before, during or after the outage, is in the database at the end.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { PrivateCluster, privateClusterProblem } from './helpers/pg-cluster.js';
-import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
-import { cliToken, delay, serveArgs, startServer, stopGracefully, type ServerProcess } from './helpers/server.js';
+import { PrivateCluster, privateClusterProblem } from '../helpers/pg-cluster.js';
+import { after, before, describe, it, needs, requirement } from '../helpers/requirements.js';
+import { cliToken, delay, serveArgs, startServer, stopGracefully, type ServerProcess } from '../helpers/server.js';
 
 const noCluster = await requirement('a private PostgreSQL cluster', () => {
   const problem = privateClusterProblem();
