@@ -62,7 +62,12 @@ export class JwtVerifier {
       requiredClaims: ['exp'],
     };
     this.#ownerClaim = config.jwtOwnerClaim;
-    this.#verified = new LRUCache({ max: options.maxCachedTokens ?? 10_000 });
+    // A JWT's exp is wall-clock time, so its entry expires by Date.now() (read on every get), not a monotonic clock.
+    this.#verified = new LRUCache({
+      max: options.maxCachedTokens ?? 10_000,
+      perf: { now: () => Date.now() },
+      ttlResolution: 0,
+    });
   }
 
   start(): void {
