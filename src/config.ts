@@ -194,6 +194,48 @@ export const SETTINGS = {
     kind: 'int',
     help: 'time limit of one webhook delivery attempt in milliseconds',
   },
+  'events-retention-ms': {
+    env: 'PLANTS_EVENTS_RETENTION_MS',
+    default: '86400000',
+    kind: 'int',
+    help: 'how long plant events are kept for resuming live streams (GET /plants/events) with Last-Event-ID',
+  },
+  'events-max-kept': {
+    env: 'PLANTS_EVENTS_MAX_KEPT',
+    default: '1000000',
+    kind: 'int',
+    help: 'most plant events kept for resuming, over all owners; older ones are pruned first',
+  },
+  'events-poll-ms': {
+    env: 'PLANTS_EVENTS_POLL_MS',
+    default: '100',
+    kind: 'int',
+    help: 'how often live streams look for events written by other processes or instances',
+  },
+  'events-keepalive-ms': {
+    env: 'PLANTS_EVENTS_KEEPALIVE_MS',
+    default: '15000',
+    kind: 'int',
+    help: 'an idle live stream gets a comment line this often, so proxies keep it open',
+  },
+  'events-max-streams': {
+    env: 'PLANTS_EVENTS_MAX_STREAMS',
+    default: '1000',
+    kind: 'int',
+    help: 'live event streams open at once per process; beyond it 429',
+  },
+  'events-max-streams-per-owner': {
+    env: 'PLANTS_EVENTS_MAX_STREAMS_PER_OWNER',
+    default: '10',
+    kind: 'int',
+    help: 'live event streams open at once per token owner and process; beyond it 429',
+  },
+  'events-buffer-bytes': {
+    env: 'PLANTS_EVENTS_BUFFER_BYTES',
+    default: '262144',
+    kind: 'int',
+    help: 'unsent bytes a live stream may hold for a slow client before it is closed',
+  },
 } as const satisfies Record<
   string,
   {
@@ -263,6 +305,14 @@ const ConfigSchema = Type.Object({
   /** Unset (or empty): the default place, see webhookKeyPath. */
   webhookKeyFile: Type.Optional(Type.String()),
   webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 120_000 }),
+  eventsRetentionMs: Type.Integer({ minimum: 1000, maximum: Number.MAX_SAFE_INTEGER }),
+  eventsMaxKept: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  eventsPollMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
+  /** At most 15 s: proxies commonly close a connection idle for 30 to 60 s. */
+  eventsKeepaliveMs: Type.Integer({ minimum: 10, maximum: 15_000 }),
+  eventsMaxStreams: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+  eventsMaxStreamsPerOwner: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+  eventsBufferBytes: Type.Integer({ minimum: 1024, maximum: 1024 ** 3 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 

@@ -6,6 +6,7 @@ import type { Store } from '../store.js';
 import { createPgPool, startupError, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
+import { PostgresEventLog } from './event-log.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 import { PostgresTransfer } from './transfer.postgres.js';
@@ -35,6 +36,7 @@ export class PostgresStore implements Store {
   readonly transfer: PostgresTransfer;
   readonly webhooks: PostgresWebhookStore;
   readonly outbox: PostgresOutboxStore;
+  readonly events: PostgresEventLog;
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
@@ -43,6 +45,7 @@ export class PostgresStore implements Store {
     this.transfer = new PostgresTransfer(pool);
     this.webhooks = new PostgresWebhookStore(pool);
     this.outbox = new PostgresOutboxStore(pool);
+    this.events = new PostgresEventLog(pool);
   }
 
   async ping(): Promise<void> {
