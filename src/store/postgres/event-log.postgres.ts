@@ -43,16 +43,17 @@ type EventRow = [
   at: string,
 ];
 
+// Ordered by plant_events.id: a bare "id" in ORDER BY would name the text column below.
 const COLUMNS = `id::text, owner, type, plant_id::text, name, tag, (extract(epoch FROM occurred_at) * 1000)::int8::text`;
 
 const AFTER = {
   name: 'plant_events_after',
-  text: `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 ORDER BY id LIMIT $2::int4`,
+  text: `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 ORDER BY plant_events.id LIMIT $2::int4`,
   rowMode: 'array',
 } as const;
 const OWNER_AFTER = {
   name: 'plant_events_owner_after',
-  text: `SELECT ${COLUMNS} FROM plant_events WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 ORDER BY id LIMIT $4::int4`,
+  text: `SELECT ${COLUMNS} FROM plant_events WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 ORDER BY plant_events.id LIMIT $4::int4`,
   rowMode: 'array',
 } as const;
 const BOUNDS = {
