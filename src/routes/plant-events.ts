@@ -78,6 +78,9 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
       });
       // Tells EventSource clients how soon to reconnect.
       res.write('retry: 1000\n\n');
+      // A client that goes away may only half-close its side; Node keeps such
+      // a connection open while the response lasts, so end the stream then.
+      res.socket?.once('end', () => res.destroy());
       await feed.start(owner, res, lastEventId);
     },
   );
