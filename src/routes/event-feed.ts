@@ -33,6 +33,16 @@ const PRUNE_EVERY_MS = 60_000;
 /** A stream closed for being slow gets this long to take its last event before its connection is cut. */
 const SLOW_GRACE_MS = 5_000;
 
+/** Resolves when a response can take more, or is gone. */
+const drained = (res: ServerResponse) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
+
 const frame = (e: PlantEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${eventBody(e)}\n\n`;
 const notice = (type: string, message: string, id?: bigint) =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify({ type, message })}\n\n`;
@@ -168,11 +178,12 @@ export class EventFeed {
     while (!stream.res.writableEnded) {
       const upTo = this.#cursor!;
       const events = await this.log.ownerAfter(stream.owner, stream.through, upTo, PAGE);
-      for (const e of events) this.#send(stream, e);
-      if (events.length === PAGE) {
-        if (stream.res.writableNeedDrain) await new Promise((resolve) => stream.res.once('drain', resolve));
-        continue;
+      // The backlog goes at the client's pace: a slow client only makes its catching up slow.
+      for (const e of events) {
+        this.#send(stream, e);
+        if (stream.res.writableNeedDrain) await drained(stream.res);
       }
+      if (events.length === PAGE) continue;
       if (upTo > stream.through) stream.through = upTo;
       // Synchronously after the read: no live event above upTo was handed out meanwhile.
       if (this.#cursor === upTo) {
@@ -205,7 +216,7 @@ export class EventFeed {
       const events = await this.log.after(this.#cursor!, PAGE);
       for (const e of events) {
         const owned = this.#streams.get(e.owner);
-        if (owned) for (const s of owned) if (!s.catchingUp && e.id > s.through) this.#send(s, e);
+        if (owned) for (const s of owned) if (!s.catchingUp && e.id > s.through) this.#sendLive(s, e);
       }
       if (events.length > 0) this.#cursor = events[events.length - 1]!.id;
       full = events.length === PAGE;
@@ -219,12 +230,21 @@ export class EventFeed {
     this.#schedule(again ? 0 : this.options.pollMs);
   }
 
+  /**
+   * A live event: the stream is closed as slow instead when its client has
+   * not taken what earlier polls sent, so a stream holds at most the buffer
+   * and one poll's events.
+   */
+  #sendLive(stream: Stream, e: PlantEvent): void {
+    if (stream.res.writableLength > this.options.bufferBytes) this.#closeSlow(stream);
+    else this.#send(stream, e);
+  }
+
   #send(stream: Stream, e: PlantEvent): void {
     if (stream.res.writableEnded) return;
     stream.through = e.id;
     this.#write(stream, frame(e));
     eventsSent.inc();
-    if (stream.res.writableLength > this.options.bufferBytes) this.#closeSlow(stream);
   }
 
   #write(stream: Stream, text: string): void {
