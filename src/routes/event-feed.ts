@@ -254,13 +254,17 @@ export class EventFeed {
 
   #closeSlow(stream: Stream): void {
     eventStreamsClosedSlow.inc();
-    stream.res.end(
+    const { res } = stream;
+    // Once all is handed to the kernel the connection closes, so the client
+    // sees the end; one that does not read at all is cut after the grace time.
+    res.end(
       notice(
         'overflow',
         'this client read events too slowly to keep up; reconnect with Last-Event-ID to resume where it left off',
       ),
+      () => res.socket?.end(),
     );
-    setTimeout(() => stream.res.destroy(), SLOW_GRACE_MS).unref();
+    setTimeout(() => res.destroy(), SLOW_GRACE_MS).unref();
     this.#remove(stream);
   }
 
