@@ -227,64 +227,68 @@ describeEachStore('live plant events', (fx) => {
   });
 });
 
-describeEachStore('live plant events across servers and restarts', (fx) => {
-  it('reaches a stream on another server sharing the database', T, async () => {
-    const one = await serve(fx, { eventsPollMs: 20 });
-    const two = await serve(fx, { eventsPollMs: 20 });
-    try {
-      const t = (await issueToken(one.store.tokens, { owner: 'shared' })).token;
-      const stream = await Stream.open(two.base, t);
-      assert.equal(await create(one, t, 1, 'via one'), 200);
-      const [event] = await stream.take(1);
-      assert.match(event!.data, /"via one"/);
-      stream.close();
-    } finally {
-      await one.app.close();
-      await two.app.close();
-    }
-  });
-
-  it('watchPlants yields typed events with bigint ids and resumes by itself across a restart', T, async () => {
-    const s = await serve(fx);
-    const t = (await issueToken(s.store.tokens, { owner: 'watcher' })).token;
-    const port = new URL(s.base).port;
-    const client = new PlantStoreClient({ baseUrl: s.base, token: t });
-    const controller = new AbortController();
-    const changes = client.watchPlants({ signal: controller.signal });
-    const got: PlantChange[] = [];
-    const reading = (async () => {
-      for await (const c of changes) {
-        got.push(c);
-        if (got.length === 4) controller.abort();
+describeEachStore(
+  'live plant events across servers and restarts',
+  (fx) => {
+    it('reaches a stream on another server sharing the database', T, async () => {
+      const one = await serve(fx, { eventsPollMs: 20 });
+      const two = await serve(fx, { eventsPollMs: 20 });
+      try {
+        const t = (await issueToken(one.store.tokens, { owner: 'shared' })).token;
+        const stream = await Stream.open(two.base, t);
+        assert.equal(await create(one, t, 1, 'via one'), 200);
+        const [event] = await stream.take(1);
+        assert.match(event!.data, /"via one"/);
+        stream.close();
+      } finally {
+        await one.app.close();
+        await two.app.close();
       }
-    })();
-    await delay(200);
-    await client.createPlant({ id: INT64_MAX, name: 'Big' });
-    while (got.length < 1) await delay(10);
-    // Restart on the same port: the stream ends, and a write happens while no server runs.
-    await s.app.close();
-    await s.store.plants.create('watcher', { id: 2n, name: 'while away' });
-    const restarted = await buildApp(fx.config(), { store: s.store });
-    await restarted.listen({ host: '127.0.0.1', port: Number(port) });
-    try {
-      await client.createPlant({ id: 3n, name: 'after', tag: 't' });
-      await client.deletePlant(INT64_MAX);
-      await Promise.race([reading, delay(10_000).then(() => assert.fail(`only ${got.length} events`))]);
-      assert.deepEqual(
-        got.map((c) => (c.type === 'reset' ? c.type : [c.type, c.data])),
-        [
-          ['plant.created', { id: INT64_MAX, name: 'Big' }],
-          ['plant.created', { id: 2n, name: 'while away' }],
-          ['plant.created', { id: 3n, name: 'after', tag: 't' }],
-          ['plant.deleted', { id: INT64_MAX }],
-        ],
-      );
-    } finally {
-      controller.abort();
-      await restarted.close();
-    }
-  });
-});
+    });
+
+    it('watchPlants yields typed events with bigint ids and resumes by itself across a restart', T, async () => {
+      const s = await serve(fx);
+      const t = (await issueToken(s.store.tokens, { owner: 'watcher' })).token;
+      const port = new URL(s.base).port;
+      const client = new PlantStoreClient({ baseUrl: s.base, token: t });
+      const controller = new AbortController();
+      const changes = client.watchPlants({ signal: controller.signal });
+      const got: PlantChange[] = [];
+      const reading = (async () => {
+        for await (const c of changes) {
+          got.push(c);
+          if (got.length === 4) controller.abort();
+        }
+      })();
+      await delay(200);
+      await client.createPlant({ id: INT64_MAX, name: 'Big' });
+      while (got.length < 1) await delay(10);
+      // Restart on the same port: the stream ends, and a write happens while no server runs.
+      await s.app.close();
+      await s.store.plants.create('watcher', { id: 2n, name: 'while away' });
+      const restarted = await buildApp(fx.config(), { store: s.store });
+      await restarted.listen({ host: '127.0.0.1', port: Number(port) });
+      try {
+        await client.createPlant({ id: 3n, name: 'after', tag: 't' });
+        await client.deletePlant(INT64_MAX);
+        await Promise.race([reading, delay(10_000).then(() => assert.fail(`only ${got.length} events`))]);
+        assert.deepEqual(
+          got.map((c) => (c.type === 'reset' ? c.type : [c.type, c.data])),
+          [
+            ['plant.created', { id: INT64_MAX, name: 'Big' }],
+            ['plant.created', { id: 2n, name: 'while away' }],
+            ['plant.created', { id: 3n, name: 'after', tag: 't' }],
+            ['plant.deleted', { id: INT64_MAX }],
+          ],
+        );
+      } finally {
+        controller.abort();
+        await restarted.close();
+      }
+    });
+  },
+  ['sqlite', 'postgres', 'pgbouncer'],
+);
 
 describe('live plant events: limits, keep-alives, timeouts and shutdown [sqlite]', () => {
   describeEachStore(
