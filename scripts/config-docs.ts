@@ -10,6 +10,7 @@ const TOPICS: Record<SettingGroup, string> = {
   storage: 'Storage',
   auth: 'Authentication',
   webhooks: 'Webhooks',
+  events: 'Live events',
   limits: 'Limits',
   observability: 'Observability',
 };

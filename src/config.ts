@@ -11,7 +11,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export const PG_POOLERS = ['none', 'transaction'] as const;
 
 /** The topics of serve --help and of the configuration reference, in their order. */
-export const SETTING_GROUPS = ['network', 'storage', 'auth', 'webhooks', 'limits', 'observability'] as const;
+export const SETTING_GROUPS = ['network', 'storage', 'auth', 'webhooks', 'events', 'limits', 'observability'] as const;
 export type SettingGroup = (typeof SETTING_GROUPS)[number];
 
 /** How a setting's text (flag, variable, file) becomes its value. */
@@ -289,6 +289,69 @@ export const SETTINGS = {
     arg: 'N',
     schema: Type.Integer({ minimum: 1, maximum: 100_000_000 }),
     help: 'most events waiting for one webhook endpoint; past it the endpoint is disabled (webhook list says why)',
+  },
+  'events-retention-ms': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_RETENTION_MS',
+    default: '86400000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 1000, maximum: Number.MAX_SAFE_INTEGER }),
+    help: 'how long plant events are kept for resuming live streams (GET /plants/events) with Last-Event-ID',
+  },
+  'events-max-kept': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_MAX_KEPT',
+    default: '1000000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    help: 'most plant events kept for resuming, over all owners; older ones are pruned first',
+  },
+  'events-poll-ms': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_POLL_MS',
+    default: '100',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 10, maximum: 60_000 }),
+    help: 'how often live streams look for events written by other processes or instances',
+  },
+  'events-keepalive-ms': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_KEEPALIVE_MS',
+    default: '15000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 10, maximum: 15_000 }),
+    help: 'an idle live stream gets a comment line this often (at most 15 s), so proxies keep it open',
+  },
+  'events-max-streams': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_MAX_STREAMS',
+    default: '1000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    help: 'live event streams open at once per process; beyond it 429',
+  },
+  'events-max-streams-per-owner': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_MAX_STREAMS_PER_OWNER',
+    default: '10',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    help: 'live event streams open at once per token owner and process; beyond it 429',
+  },
+  'events-buffer-bytes': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_BUFFER_BYTES',
+    default: '262144',
+    kind: 'int',
+    arg: 'BYTES',
+    schema: Type.Integer({ minimum: 1024, maximum: 1024 ** 3 }),
+    help: 'unsent bytes a live stream may hold for a slow client before it is closed',
   },
   'body-limit': {
     group: 'limits',

@@ -1,8 +1,8 @@
 // Every code example in README.md and docs/ is checked: TypeScript is
 // type-checked under strict settings and, when it uses the client, run
-// against a real server; shell is parsed by bash; JSON is parsed; TOML is
-// read as a configuration file;
-// Prometheus files go through promtool. A block in another language fails
+// against a real server; JavaScript and shell are parsed (node --check, bash);
+// JSON is parsed; TOML is read as a configuration file; Prometheus files go
+// through promtool. A block in another language fails
 // here until a check is added for it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -27,7 +27,7 @@ const of = (...langs: string[]) => blocks.filter((b) => langs.includes(b.lang));
 
 // Untagged and `text` blocks are output shown to the reader (a log line, an HTTP answer,
 // a command's --help, which config-docs.test.ts checks against the code), not code to run.
-const CHECKED = ['ts', 'sh', 'json', 'yaml', 'sql', 'toml', 'text', ''];
+const CHECKED = ['ts', 'js', 'sh', 'json', 'yaml', 'sql', 'toml', 'text', ''];
 
 it('every code block has a language this file checks', () => {
   const unknown = blocks.filter((b) => !CHECKED.includes(b.lang)).map((b) => `${where(b)} (${b.lang})`);
@@ -95,6 +95,22 @@ it('every plant-store command in the examples exists and takes the flags given',
 
 it('JSON examples parse', () => {
   for (const b of of('json')) assert.doesNotThrow(() => JSON.parse(b.code), `${where(b)} is not JSON`);
+});
+
+it('JavaScript examples parse', async () => {
+  const dir = join(REPO, 'dist', 'doc-examples', 'js');
+  mkdirSync(dir, { recursive: true });
+  try {
+    for (const [i, b] of of('js').entries()) {
+      const file = join(dir, `example-${i}.mjs`);
+      writeFileSync(file, b.code);
+      await run(process.execPath, ['--check', file]).catch((error: { stderr?: string }) =>
+        assert.fail(`${where(b)} is not valid JavaScript: ${error.stderr}`),
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it('TOML examples are configuration files that --config reads', () => {
@@ -179,7 +195,10 @@ describeOnStore('sqlite', 'TypeScript examples', (fx) => {
   });
 
   it('the client examples run against a server and print what their comments say', { timeout: 60_000 }, async () => {
-    const clientExamples = examples.filter((e) => e.block.code.includes("from 'plant-store-client'"));
+    // A live stream (watchPlants) runs until it is stopped: such an example is type-checked, not run.
+    const clientExamples = examples.filter(
+      (e) => e.block.code.includes("from 'plant-store-client'") && !e.block.code.includes('watchPlants'),
+    );
     assert.ok(clientExamples.length >= 1);
     for (const { block, name } of clientExamples) {
       const { stdout } = await run(process.execPath, [`${name}.js`], {

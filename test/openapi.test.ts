@@ -215,7 +215,13 @@ describeHttpLayer('OpenAPI document', (fx) => {
       }
       assert.deepEqual(doc.paths['/healthz']!.get!.security, []);
       assert.deepEqual(doc.paths['/readyz']!.get!.security, []);
-      assert.deepEqual(Object.keys(doc.paths).sort(), ['/healthz', '/plants', '/plants/{id}', '/readyz']);
+      assert.deepEqual(Object.keys(doc.paths).sort(), [
+        '/healthz',
+        '/plants',
+        '/plants/events',
+        '/plants/{id}',
+        '/readyz',
+      ]);
     });
 
     it('is served with Cache-Control: no-store, like every response', async () => {
@@ -314,6 +320,40 @@ describeHttpLayer('OpenAPI document', (fx) => {
       assert.equal((await get(auth.both, '/plants?page=2')).statusCode, 400);
       assert.equal((await get(undefined, '/plants')).statusCode, 401);
       assert.equal((await get(auth.write, '/plants')).statusCode, 403);
+    });
+
+    it('GET /plants/events: 200 (text/event-stream), 400, 401, 403, 429', async () => {
+      const key = 'GET /plants/events';
+      const documented = doc.paths['/plants/events']!.get!.responses['200']!;
+      assert.ok(documented.content?.['text/event-stream'], 'the stream is documented as text/event-stream');
+      await h.app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = h.app.server.address() as { port: number };
+      const streams: AbortController[] = [];
+      try {
+        // The owner's cap of open streams (10 by default), then one more.
+        for (let i = 0; i < 10; i++) {
+          const controller = new AbortController();
+          streams.push(controller);
+          const res = await fetch(`http://127.0.0.1:${port}/plants/events`, {
+            headers: { authorization: `Bearer ${auth.read}` },
+            signal: controller.signal,
+          });
+          assert.equal(res.status, 200);
+          assert.match(String(res.headers.get('content-type')), /^text\/event-stream\b/);
+          seen.set(key, (seen.get(key) ?? new Set()).add('200'));
+        }
+        const get = async (token: string | undefined, headers: Record<string, string> = {}) => {
+          const res = await h.request({ method: 'GET', url: '/plants/events', token, headers });
+          conforms('/plants/events', 'GET', res);
+          return res.statusCode;
+        };
+        assert.equal(await get(auth.read), 429);
+        assert.equal(await get(auth.read, { 'last-event-id': 'x' }), 400);
+        assert.equal(await get(undefined), 401);
+        assert.equal(await get(auth.write), 403);
+      } finally {
+        for (const c of streams) c.abort();
+      }
     });
 
     it('DELETE /plants/{id}: 204, 400, 401, 403, 404', async () => {

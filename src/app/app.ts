@@ -13,6 +13,8 @@ import { registerRateLimits } from '../plugins/rate-limit.js';
 import { healthRoutes } from '../routes/health.js';
 import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
+import { EventFeed } from '../routes/event-feed.js';
+import { eventRoutes } from '../routes/plant-events.js';
 import { plantRoutes } from '../routes/plants.js';
 import { rootRoute } from '../routes/root.js';
 import type { Store } from '../store/store.js';
@@ -159,13 +161,29 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   if (config.corsOrigin !== 'off') await registerCors(app, { origin: config.corsOrigin });
   const addMethodNotAllowed = trackMethods(app);
   app.decorateRequest('principal', null as never);
+  const authenticate = bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs), jwt);
+  const feed = new EventFeed(
+    store.events,
+    {
+      pollMs: config.eventsPollMs,
+      keepaliveMs: config.eventsKeepaliveMs,
+      bufferBytes: config.eventsBufferBytes,
+      maxStreams: config.eventsMaxStreams,
+      maxStreamsPerOwner: config.eventsMaxStreamsPerOwner,
+      retentionMs: config.eventsRetentionMs,
+      maxKept: config.eventsMaxKept,
+    },
+    app.log,
+  );
   await app.register(plantRoutes, {
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,
     listMaxLimit: config.listMaxLimit,
     listCacheBytes: config.listCacheBytes,
-    authenticate: bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs), jwt),
+    authenticate,
+    changed: () => feed.wake(),
   });
+  await app.register(eventRoutes, { feed, authenticate });
   await app.register(healthRoutes, { store, jwks: jwt });
   await app.register(openapiRoute);
   await app.register(docsRoutes);

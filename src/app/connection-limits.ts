@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import { errorResponse, errors } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
+import { isLongLived } from '../http/long-lived.js';
 
 export type ConnectionLimits = Pick<
   Config,
@@ -86,7 +87,7 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
     for (const socket of sockets) {
       // The response a connection is working on (Node has kept this field since 0.x).
       const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-      if (!res) continue;
+      if (!res || isLongLived(res)) continue;
       const since = firstSeen.get(res);
       if (since === undefined) firstSeen.set(res, now);
       // A request still arriving is Node's to cut, with a 408 (serverTimeouts).

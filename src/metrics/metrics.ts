@@ -123,6 +123,24 @@ new Gauge({
   },
 });
 
+export const eventStreamsOpen = new Gauge({
+  name: 'plant_store_event_streams_open',
+  help: 'Live event streams (GET /plants/events) open in this process.',
+  registers: [registry],
+});
+
+export const eventsSent = new Counter({
+  name: 'plant_store_events_sent_total',
+  help: 'Plant events written to live event streams.',
+  registers: [registry],
+});
+
+export const eventStreamsClosedSlow = new Counter({
+  name: 'plant_store_event_streams_closed_slow_total',
+  help: 'Live event streams closed because their client read too slowly to keep up.',
+  registers: [registry],
+});
+
 /** Reports a pool in the pool gauges until it has ended. */
 export function trackPool(pool: PoolCounts): void {
   pools.add(pool);

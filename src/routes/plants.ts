@@ -15,6 +15,8 @@ export interface PlantRoutesOptions {
   listCacheBytes: number;
   /** The bearer check for a scope, as an onRequest hook. */
   authenticate: Authenticate;
+  /** Told after every create or delete that changed a plant (live streams look for its event at once). */
+  changed?: () => void;
 }
 
 const security = [{ bearerAuth: [] }];
@@ -22,7 +24,7 @@ const authErrors = [401, 403, 500, 503];
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
   app,
-  { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate },
+  { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate, changed = () => {} },
 ) => {
   const pages = new ListPages(plants, listCacheBytes);
 
@@ -47,6 +49,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
     async (request) => {
       const { id, name, tag } = request.body;
       const outcome = await plants.create(request.principal.owner, { id, name, tag });
+      if (outcome === 'created') changed();
       if (outcome === 'conflict') {
         throw errors.conflict(`a plant with id ${id} already exists with a different name or tag`);
       }
@@ -110,6 +113,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
     async (request, reply) => {
       const { id } = request.params;
       if (!(await plants.delete(request.principal.owner, id))) throw errors.notFound(`no plant with id ${id}`);
+      changed();
       return reply.code(204).send();
     },
   );

@@ -253,8 +253,47 @@ export interface OutboxStore {
   disableEndpoint(endpointId: string, reason: string): Promise<boolean>;
 }
 
+/** Events one EventLog.prune removes at most, so that each prune is a short transaction. */
+export const EVENT_PRUNE_CHUNK = 10_000;
+
+/** One change of one owner's plants, as the event log keeps it for live streams. */
+export interface PlantEvent {
+  /** Unique, and increasing in commit order across the whole store. */
+  id: bigint;
+  owner: string;
+  type: WebhookEventType;
+  plantId: bigint;
+  /** null for plant.deleted. */
+  name: string | null;
+  tag: string | null;
+  /** When the write happened, in milliseconds since the epoch. */
+  occurredAt: number;
+}
+
+/**
+ * The log of plant events, written by the plant writes in their own
+ * transactions, read by live streams (GET /plants/events), pruned in the
+ * background. Events are removed oldest first only, so every id below the
+ * oldest one kept was either pruned or never used.
+ */
+export interface EventLog {
+  /** Events of every owner with an id above `after`, oldest first, at most `limit`. */
+  after(after: bigint, limit: number): Promise<PlantEvent[]>;
+  /** One owner's events with an id in (after, upTo], oldest first, at most `limit`. */
+  ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]>;
+  /** The id of the oldest event kept (undefined when none is) and of the newest (0n when none is). */
+  bounds(): Promise<{ oldest: bigint | undefined; newest: bigint }>;
+  /**
+   * Removes the events older than `before` (ms since the epoch) and all but
+   * the newest `keep`, oldest first, at most EVENT_PRUNE_CHUNK of them and
+   * never the newest event; resolves to how many.
+   */
+  prune(before: number, keep: number): Promise<number>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  readonly events: EventLog;
   readonly plants: PlantStore;
   readonly tokens: TokenStore;
   readonly transfer: StoreTransfer;

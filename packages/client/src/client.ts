@@ -2,6 +2,7 @@ import { errorFrom } from './error.js';
 import { idText, type PlantId } from './ids.js';
 import { nextLink } from './link.js';
 import type { Plant } from './types.js';
+import { watch, type PlantChange, type WatchOptions } from './watch.js';
 
 /** A plant to create: its id (bigint, or a number that is a safe integer), name and optional tag. */
 export interface NewPlant extends Plant {
@@ -103,6 +104,16 @@ export class PlantStoreClient {
   async deletePlant(id: PlantId): Promise<void> {
     const response = await this.#request('DELETE', this.#url(`plants/${idText(id)}`));
     await response.body?.cancel();
+  }
+
+  /**
+   * The changes of the caller's plants as they happen (GET /plants/events):
+   * created and deleted plants with exact bigint ids, and a `reset` when
+   * the events to resume from are no longer kept (list again). It reconnects
+   * and resumes by itself; stop it with `signal` or by leaving the loop.
+   */
+  watchPlants(options: WatchOptions = {}): AsyncGenerator<PlantChange, void> {
+    return watch({ url: this.#url('plants/events'), authorization: this.#authorization, fetch: this.#fetch }, options);
   }
 
   #url(path: string): URL {

@@ -9,3 +9,4 @@ export {
 } from './client.js';
 export { PlantStoreError } from './error.js';
 export type { PlantId } from './ids.js';
+export type { PlantChange, PlantCreated, PlantDeleted, PlantsReset, WatchOptions } from './watch.js';

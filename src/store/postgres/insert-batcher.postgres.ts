@@ -3,6 +3,7 @@ import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
 import { writeWithClient } from './db-connect.postgres.js';
+import { logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 
 /** One create as a batch carries it; `attempts` counts the statements that could not settle it. */
@@ -34,6 +35,7 @@ const CREATE_BATCH = {
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING owner, id, name, tag
     ), events AS (${recordEvent('plant.created', 'inserted', 'inserted.owner', 'inserted.id', 'inserted.name', 'inserted.tag')}
+    ), logged AS (${logEvent('plant.created', 'inserted JOIN input i USING (owner, id)', 'i.owner', 'i.id', 'i.name', 'i.tag', 'ORDER BY i.n')}
     )
     SELECT i.n::int4, true, NULL::text, NULL::text FROM inserted JOIN input i USING (owner, id)
     UNION ALL

@@ -110,4 +110,21 @@ export const postgresMigrations: Record<string, Migration> = {
         WHERE disabled_at IS NULL AND pending > 0`.execute(db);
     },
   },
+  '0005_plant_events': {
+    async up(db: Kysely<unknown>) {
+      // The log behind live streams, one row per plant event of any owner,
+      // written by the plant write's own statement. Ids are drawn under a
+      // lock (event-log.postgres.ts), so they increase in commit order.
+      await sql`CREATE TABLE plant_events (
+        id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        owner       text        NOT NULL,
+        type        text        NOT NULL,
+        plant_id    bigint      NOT NULL,
+        name        text,
+        tag         text,
+        occurred_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      )`.execute(db);
+      await sql`CREATE INDEX plant_events_owner_id ON plant_events (owner, id)`.execute(db);
+    },
+  },
 };

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
 import type { CreateOutcome, JsonPage, NewPlantRecord, PlantPage, PlantRecord, PlantStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
+import { logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
 import { PageReader } from './page-reader.postgres.js';
@@ -22,6 +23,7 @@ const CREATE: pg.QueryConfig = {
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING true AS created
     ), events AS (${recordEvent('plant.created', 'inserted', '$1::text', '$2::int8', '$3::text', '$4::text')}
+    ), logged AS (${logEvent('plant.created', 'inserted', '$1::text', '$2::int8', '$3::text', '$4::text')}
     )
     SELECT created, NULL::text AS name, NULL::text AS tag FROM inserted
     UNION ALL
@@ -33,6 +35,7 @@ const DELETE = {
   text: `WITH deleted AS (
       DELETE FROM plants WHERE owner = $1::text AND id = $2::int8 RETURNING id
     ), events AS (${recordEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL', 'NULL')}
+    ), logged AS (${logEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL::text', 'NULL::text')}
     )
     SELECT count(*)::int AS deleted FROM deleted`,
 } as const;

@@ -7,6 +7,7 @@ import { assertWritable, createPgPool, startupError, withClient } from './db-con
 import type { PostgresConfig } from '../../config.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { MigrationDialect } from './migration-lock.postgres.js';
+import { PostgresEventLog } from './event-log.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 import { PostgresTransfer } from './transfer.postgres.js';
@@ -37,6 +38,7 @@ export class PostgresStore implements Store {
   readonly transfer: PostgresTransfer;
   readonly webhooks: PostgresWebhookStore;
   readonly outbox: PostgresOutboxStore;
+  readonly events: PostgresEventLog;
   #closed: Promise<void> | undefined;
 
   constructor(private readonly pool: pg.Pool) {
@@ -45,6 +47,7 @@ export class PostgresStore implements Store {
     this.transfer = new PostgresTransfer(pool);
     this.webhooks = new PostgresWebhookStore(pool);
     this.outbox = new PostgresOutboxStore(pool);
+    this.events = new PostgresEventLog(pool);
   }
 
   /** Resolves when the database answers and takes writes: a standby cannot. */

@@ -106,4 +106,22 @@ export const sqliteMigrations: Record<string, Migration> = {
       await sql`DROP INDEX webhook_deliveries_due`.execute(db);
     },
   },
+  '0005_plant_events': {
+    async up(db: Kysely<unknown>) {
+      // The log behind live streams, one row per plant event of any owner,
+      // written in the plant write's transaction. AUTOINCREMENT: an id is never
+      // reused, even after the newest rows are pruned, so a client's
+      // Last-Event-ID can never point at a different event.
+      await sql`CREATE TABLE plant_events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner       TEXT    NOT NULL,
+        type        TEXT    NOT NULL,
+        plant_id    INTEGER NOT NULL,
+        name        TEXT,
+        tag         TEXT,
+        occurred_at INTEGER NOT NULL
+      )`.execute(db);
+      await sql`CREATE INDEX plant_events_owner_id ON plant_events (owner, id)`.execute(db);
+    },
+  },
 };

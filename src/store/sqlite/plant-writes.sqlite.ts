@@ -1,18 +1,22 @@
 import type Database from 'better-sqlite3';
-import type { CreateOutcome } from '../store.js';
+import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
 import { eventRecorder, type OutboxOp, type OutboxResults } from './outbox-writes.sqlite.js';
 
 export type PlantOp =
   | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
   | { kind: 'delete'; owner: string; id: bigint };
 
+/** Prunes the event log: events older than `before` (ms since the epoch), and all but the newest `keep`. */
+export type EventPruneOp = { kind: 'events-prune'; before: number; keep: number };
+
 /** Everything the writer thread runs: plant writes, and the outbox's claims and settlements. */
-export type WriteOp = PlantOp | OutboxOp;
+export type WriteOp = PlantOp | OutboxOp | EventPruneOp;
 
 /** What each kind of write answers: a create its outcome, a delete the seq of the plant it deleted, if one was there. */
 export interface WriteResults extends OutboxResults {
   create: CreateOutcome;
   delete: bigint | undefined;
+  'events-prune': number;
 }
 export type WriteResult = WriteResults[WriteOp['kind']];
 
@@ -46,14 +50,20 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutc
     .pluck()
     .safeIntegers(true);
   const events = eventRecorder(db);
+  const log = db.prepare<[string, string, bigint, string | null, string | null, number]>(
+    'INSERT INTO plant_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const write = (op: PlantOp): CreateOutcome | bigint | undefined => {
     if (op.kind === 'delete') {
       const seq = remove.get(op.owner, op.id);
-      if (seq !== undefined) events.record('plant.deleted', op.owner, op.id, null, null);
+      if (seq === undefined) return undefined;
+      events.record('plant.deleted', op.owner, op.id, null, null);
+      log.run(op.owner, 'plant.deleted', op.id, null, null, Date.now());
       return seq;
     }
     if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) {
       events.record('plant.created', op.owner, op.id, op.name, op.tag);
+      log.run(op.owner, 'plant.created', op.id, op.name, op.tag, Date.now());
       return 'created';
     }
     // A replay or a conflict changed nothing, so it is no event.
@@ -61,4 +71,31 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutc
     return existing && existing.name === op.name && existing.tag === op.tag ? 'replayed' : 'conflict';
   };
   return Object.assign(write, { newBatch: () => events.newBatch() });
+}
+
+/**
+ * Removes a prefix of the event log (never a row in the middle, see EventLog),
+ * at most EVENT_PRUNE_CHUNK rows and never the newest event, whose id tells new
+ * streams and resuming clients where the log is: up to the newest event older
+ * than `before`, or further to keep only `keep`.
+ */
+export function eventPruner(db: Database.Database): (op: EventPruneOp) => number {
+  const head = db
+    .prepare<[number], [bigint, bigint]>('SELECT id, occurred_at FROM plant_events ORDER BY id LIMIT ?')
+    .raw(true)
+    .safeIntegers(true);
+  const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
+  const remove = db.prepare<[bigint]>('DELETE FROM plant_events WHERE id <= ?');
+  return ({ before, keep }) => {
+    const rows = head.all(EVENT_PRUNE_CHUNK);
+    if (rows.length === 0) return 0;
+    const last = newest.get()!;
+    let byAge = 0n;
+    for (const [id, at] of rows) if (at < BigInt(before)) byAge = id;
+    const wanted = byAge > last - BigInt(keep) ? byAge : last - BigInt(keep);
+    const chunkEnd = rows[rows.length - 1]![0];
+    let upTo = wanted < chunkEnd ? wanted : chunkEnd;
+    if (upTo > last - 1n) upTo = last - 1n;
+    return upTo > 0n ? remove.run(upTo).changes : 0;
+  };
 }

@@ -6,6 +6,7 @@ import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate
 import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
+import { SqliteEventLog } from './events-store.sqlite.js';
 import { fileIdentity, storeFileProblem, type FileIdentity } from './store-file.js';
 import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
@@ -46,6 +47,7 @@ export class SqliteStore implements Store {
   readonly transfer: SqliteTransfer;
   readonly webhooks: SqliteWebhookStore;
   readonly outbox: SqliteOutboxStore;
+  readonly events: SqliteEventLog;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
   readonly #path: string;
@@ -64,6 +66,7 @@ export class SqliteStore implements Store {
     this.transfer = new SqliteTransfer(db);
     this.webhooks = new SqliteWebhookStore(db);
     this.outbox = new SqliteOutboxStore(db, this.#writer);
+    this.events = new SqliteEventLog(db, this.#writer);
     this.#ping = db.prepare('SELECT 1');
   }
 

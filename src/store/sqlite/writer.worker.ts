@@ -17,7 +17,7 @@ import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { outboxWriter } from './outbox-writes.sqlite.js';
-import { plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
+import { eventPruner, plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
 
@@ -89,8 +89,9 @@ function connect(): Connection | WriteFailure {
     const dataVersion = db.prepare('PRAGMA data_version').pluck();
     const plants = plantWriter(db);
     const outbox = outboxWriter(db);
+    const prune = eventPruner(db);
     const write = (op: WriteOp): WriteResult =>
-      op.kind === 'create' || op.kind === 'delete' ? plants(op) : outbox(op);
+      op.kind === 'create' || op.kind === 'delete' ? plants(op) : op.kind === 'events-prune' ? prune(op) : outbox(op);
     connection = { db, writes: new GroupCommit(db), plants, write, dataVersion, seen: undefined };
     return connection;
   } catch (error) {

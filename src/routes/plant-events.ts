@@ -1,0 +1,87 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Authenticate } from '../auth/bearer.js';
+import { errors } from '../http/errors.js';
+import { markLongLived } from '../http/long-lived.js';
+import { errorResponses } from '../schemas/responses.js';
+import type { EventFeed } from './event-feed.js';
+
+export interface EventRoutesOptions {
+  feed: EventFeed;
+  authenticate: Authenticate;
+}
+
+const INT64_MAX = 2n ** 63n - 1n;
+
+const EventHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,19}$',
+      description: 'Resume after this event: the id of the last event received (browsers send it by themselves)',
+    }),
+  ),
+});
+type EventHeaders = Static<typeof EventHeaders>;
+
+const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of the caller's plants, in commit order:
+
+    id: <event id>
+    event: plant.created
+    data: {"type":"plant.created","timestamp":"…","data":{"id":…,"name":"…","tag":"…"}}
+
+\`data\` is the webhook payload (PlantCreatedEvent or PlantDeletedEvent). Lines starting with \`:\` are keep-alive comments. Two other events may come: \`reset\` (the Last-Event-ID sent is no longer kept: list the plants again; its id is where the stream goes on from) and \`overflow\` (the client read too slowly and the stream ends: reconnect with Last-Event-ID).`;
+
+export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, { feed, authenticate }) => {
+  app.addHook('preClose', (done) => {
+    feed.close();
+    done();
+  });
+
+  app.get<{ Headers: EventHeaders }>(
+    '/plants/events',
+    {
+      onRequest: authenticate('plants:read'),
+      schema: {
+        operationId: 'watchPlants',
+        summary: "Follow changes of the caller's plants",
+        description:
+          "Keeps the response open and sends an event for every create and delete of the caller's plants (not for replays, conflicts, deletes answered 404 or imports). Send Last-Event-ID to get exactly the events after that one, then the live ones. Events are kept for a limited time (24 hours unless configured); an id older than that gets a `reset` event. Needs the plants:read scope.",
+        tags: ['plants'],
+        security: [{ bearerAuth: [] }],
+        headers: EventHeaders,
+        response: {
+          200: {
+            description: STREAM_DESCRIPTION,
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          ...errorResponses(400, 401, 403, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const raw = request.headers['last-event-id'];
+      const lastEventId = raw === undefined ? undefined : BigInt(raw);
+      if (lastEventId !== undefined && lastEventId > INT64_MAX)
+        throw errors.badRequest('Last-Event-ID must be an event id received from this stream');
+      const { owner } = request.principal;
+      feed.admit(owner);
+      const res = reply.raw;
+      markLongLived(res);
+      reply.hijack();
+      for (const [name, value] of Object.entries(reply.getHeaders()))
+        if (value !== undefined) res.setHeader(name, value);
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        // Tells nginx not to buffer the stream.
+        'x-accel-buffering': 'no',
+      });
+      // Tells EventSource clients how soon to reconnect.
+      res.write('retry: 1000\n\n');
+      // A client that goes away may only half-close its side; Node keeps such
+      // a connection open while the response lasts, so end the stream then.
+      res.socket?.once('end', () => res.destroy());
+      await feed.start(owner, res, lastEventId);
+    },
+  );
+};

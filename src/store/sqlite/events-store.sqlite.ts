@@ -1,0 +1,68 @@
+import type Database from 'better-sqlite3';
+import type { EventLog, PlantEvent, WebhookEventType } from '../store.js';
+import type { WriterThread } from './writer-thread.js';
+
+type EventRow = [
+  id: bigint,
+  owner: string,
+  type: WebhookEventType,
+  plantId: bigint,
+  name: string | null,
+  tag: string | null,
+  occurredAt: bigint,
+];
+
+const COLUMNS = 'id, owner, type, plant_id, name, tag, occurred_at';
+
+const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): PlantEvent => ({
+  id,
+  owner,
+  type,
+  plantId,
+  name,
+  tag,
+  occurredAt: Number(occurredAt),
+});
+
+/**
+ * Reads on the main thread's connection (each an indexed range read); pruning
+ * goes to the writer thread like every other write. There is one writer, so
+ * ids are given out in commit order.
+ */
+export class SqliteEventLog implements EventLog {
+  readonly #after: Database.Statement<[bigint, number]>;
+  readonly #ownerAfter: Database.Statement<[string, bigint, bigint, number]>;
+  readonly #oldest: Database.Statement<[]>;
+  readonly #newest: Database.Statement<[]>;
+
+  constructor(
+    db: Database.Database,
+    private readonly writer: WriterThread,
+  ) {
+    const rows = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
+    this.#after = rows(`SELECT ${COLUMNS} FROM plant_events WHERE id > ? ORDER BY id LIMIT ?`);
+    this.#ownerAfter = rows(
+      `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`,
+    );
+    this.#oldest = db.prepare('SELECT min(id) FROM plant_events').pluck().safeIntegers(true);
+    // Pruning keeps the newest event, so this is the newest id ever given out.
+    this.#newest = db.prepare('SELECT coalesce(max(id), 0) FROM plant_events').pluck().safeIntegers(true);
+  }
+
+  async after(after: bigint, limit: number): Promise<PlantEvent[]> {
+    return (this.#after.all(after, limit) as EventRow[]).map(toEvent);
+  }
+
+  async ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]> {
+    return (this.#ownerAfter.all(owner, after, upTo, limit) as EventRow[]).map(toEvent);
+  }
+
+  async bounds(): Promise<{ oldest: bigint | undefined; newest: bigint }> {
+    const oldest = this.#oldest.get() as bigint | null;
+    return { oldest: oldest ?? undefined, newest: this.#newest.get() as bigint };
+  }
+
+  prune(before: number, keep: number): Promise<number> {
+    return this.writer.run({ kind: 'events-prune', before, keep });
+  }
+}
