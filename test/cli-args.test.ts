@@ -59,7 +59,16 @@ describe('serve --help', () => {
     const lines = r.stdout.split('\n');
     for (const line of lines) assert.ok(line.length <= 100, `${line.length} columns: ${line}`);
     const headings = lines.filter((l) => /^[A-Z][a-z]+:$/.test(l));
-    assert.deepEqual(headings, ['Network:', 'Storage:', 'Auth:', 'Webhooks:', 'Limits:', 'Observability:', 'Common:']);
+    assert.deepEqual(headings, [
+      'Network:',
+      'Storage:',
+      'Auth:',
+      'Webhooks:',
+      'Events:',
+      'Limits:',
+      'Observability:',
+      'Common:',
+    ]);
     for (const [name, s] of Object.entries(SETTINGS)) {
       const flagLines = lines.filter((l) => l.startsWith(`  --${name} `) || l === `  --${name}`);
       assert.equal(flagLines.length, 1, `--${name} once`);
