@@ -3,120 +3,103 @@
 // request leaving the server, without page errors or failed assets, show the
 // document and let a user paste a token and send a request.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { describe, it, after } from '../helpers/requirements.js';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { describe, it, after, needs } from '../helpers/requirements.js';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
 import { useDocsServer } from '../helpers/docs-server.js';
 import { describeOnStore } from '../helpers/stores.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-/** Why the browser tests cannot run here, if they cannot. */
-const noChromium = existsSync(CHROMIUM)
-  ? undefined
-  : `needs chromium at ${CHROMIUM} (Debian package chromium: apt-get install -y chromium)`;
-
-/** A test that needs chromium: skipped with the reason when it is missing, failed instead under CI=true. */
+/** A test that needs chromium (the whole suite is declared under needs(chromiumMissing)). */
 function browserTest(name: string, fn: () => Promise<void>): void {
-  if (noChromium === undefined) it(name, { timeout: 60_000 }, fn);
-  else if (process.env.CI === 'true')
-    it(name, () => {
-      throw new Error(`CI=true, so this may not be skipped: ${noChromium}`);
-    });
-  else it(name, { skip: noChromium }, fn);
+  it(name, { timeout: 60_000 }, fn);
 }
 
-describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
-  const docs = useDocsServer(fx);
+needs(chromiumMissing, () =>
+  describeOnStore('sqlite', 'GET /docs in chromium', (fx) => {
+    const docs = useDocsServer(fx);
 
-  describe('in chromium', () => {
-    let browser: Browser | undefined;
-    after(async () => {
-      await browser?.close();
-    });
+    describe('in chromium', () => {
+      let browser: Browser | undefined;
+      after(async () => {
+        await browser?.close();
+      });
 
-    /** A page on which any request that leaves the server, page error, console error or failed asset is recorded. */
-    async function openDocs(): Promise<{ page: Page; problems: string[]; apiRequests: Map<string, string> }> {
-      browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-      const context = await browser.newContext({ serviceWorkers: 'block' });
-      const problems: string[] = [];
-      const apiRequests = new Map<string, string>(); // "METHOD url" -> Authorization
-      const origin = new URL(docs.base).origin;
-      await context.route('**/*', async (route) => {
-        const request = route.request();
-        const url = new URL(request.url());
-        if (url.origin !== origin) {
-          problems.push(`request left the server: ${request.method()} ${request.url()}`);
-          return route.abort('blockedbyclient');
-        }
-        if (!url.pathname.startsWith('/docs')) {
-          apiRequests.set(`${request.method()} ${url.pathname}`, (await request.allHeaders()).authorization ?? '');
-        }
-        return route.continue();
-      });
-      const page = await context.newPage();
-      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-      });
-      page.on('requestfailed', (request) => problems.push(`failed: ${request.url()} ${request.failure()?.errorText}`));
-      page.on('response', (response) => {
-        if (response.url().includes('/docs') && response.status() >= 400)
-          problems.push(`asset ${response.url()} answered ${response.status()}`);
-      });
-      const res = await page.goto(`${docs.base}/docs`);
-      assert.equal(res?.status(), 200);
-      return { page, problems, apiRequests };
-    }
-
-    browserTest('shows version 1.0.0 and the three plant operations, loading nothing from elsewhere', async () => {
-      const { page, problems } = await openDocs();
-      await page.locator('#operations-plants-createPlant').waitFor({ timeout: 20_000 });
-      assert.match(await page.locator('.info .title').innerText(), /Plant Store/);
-      assert.match(await page.locator('.info .version').first().innerText(), /^\s*1\.0\.0\s*$/);
-      for (const [id, method, path] of [
-        ['createPlant', 'POST', '/plants'],
-        ['listPlants', 'GET', '/plants'],
-        ['deletePlant', 'DELETE', '/plants/{id}'],
-      ] as const) {
-        const op = page.locator(`#operations-plants-${id}`);
-        assert.equal((await op.locator('.opblock-summary-method').innerText()).trim(), method);
-        assert.equal((await op.locator('.opblock-summary-path').innerText()).trim().replace(/\u200b/g, ''), path);
+      /** A page on which any request that leaves the server, page error, console error or failed asset is recorded. */
+      async function openDocs(): Promise<{ page: Page; problems: string[]; apiRequests: Map<string, string> }> {
+        browser ??= await launchChromium();
+        const context = await browser.newContext({ serviceWorkers: 'block' });
+        const problems: string[] = [];
+        const apiRequests = new Map<string, string>(); // "METHOD url" -> Authorization
+        const origin = new URL(docs.base).origin;
+        await context.route('**/*', async (route) => {
+          const request = route.request();
+          const url = new URL(request.url());
+          if (url.origin !== origin) {
+            problems.push(`request left the server: ${request.method()} ${request.url()}`);
+            return route.abort('blockedbyclient');
+          }
+          if (!url.pathname.startsWith('/docs')) {
+            apiRequests.set(`${request.method()} ${url.pathname}`, (await request.allHeaders()).authorization ?? '');
+          }
+          return route.continue();
+        });
+        const page = await context.newPage();
+        page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+        page.on('console', (message) => {
+          if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+        });
+        page.on('requestfailed', (request) =>
+          problems.push(`failed: ${request.url()} ${request.failure()?.errorText}`),
+        );
+        page.on('response', (response) => {
+          if (response.url().includes('/docs') && response.status() >= 400)
+            problems.push(`asset ${response.url()} answered ${response.status()}`);
+        });
+        const res = await page.goto(`${docs.base}/docs`);
+        assert.equal(res?.status(), 200);
+        return { page, problems, apiRequests };
       }
-      await page.waitForLoadState('networkidle');
-      assert.deepEqual(problems, []);
-    });
 
-    browserTest('a pasted token is sent with a list request, which answers 200', async () => {
-      const { page, problems, apiRequests } = await openDocs();
-      await page
-        .getByRole('button', { name: /Authorize/ })
-        .first()
-        .click({ timeout: 20_000 });
-      const modal = page.locator('.modal-ux');
-      await modal.locator('input#auth-bearer-value').fill(docs.token);
-      await modal.getByRole('button', { name: 'Apply credentials' }).click();
-      await modal.getByRole('button', { name: 'Close' }).click();
+      browserTest('shows version 1.0.0 and the three plant operations, loading nothing from elsewhere', async () => {
+        const { page, problems } = await openDocs();
+        await page.locator('#operations-plants-createPlant').waitFor({ timeout: 20_000 });
+        assert.match(await page.locator('.info .title').innerText(), /Plant Store/);
+        assert.match(await page.locator('.info .version').first().innerText(), /^\s*1\.0\.0\s*$/);
+        for (const [id, method, path] of [
+          ['createPlant', 'POST', '/plants'],
+          ['listPlants', 'GET', '/plants'],
+          ['deletePlant', 'DELETE', '/plants/{id}'],
+        ] as const) {
+          const op = page.locator(`#operations-plants-${id}`);
+          assert.equal((await op.locator('.opblock-summary-method').innerText()).trim(), method);
+          assert.equal((await op.locator('.opblock-summary-path').innerText()).trim().replace(/\u200b/g, ''), path);
+        }
+        await page.waitForLoadState('networkidle');
+        assert.deepEqual(problems, []);
+      });
 
-      const list = page.locator('#operations-plants-listPlants');
-      await list.locator('.opblock-summary').click();
-      await list.getByRole('button', { name: 'Execute' }).click();
-      const status = list.locator('.live-responses-table .response .response-col_status');
-      await status.waitFor();
-      assert.equal((await status.innerText()).trim(), '200');
-      const body = await list.locator('.live-responses-table .response .microlight').first().innerText();
-      assert.deepEqual(JSON.parse(body), [{ name: 'Monstera', tag: 'tropical' }]);
-      assert.equal(apiRequests.get('GET /plants'), `Bearer ${docs.token}`);
-      assert.deepEqual(problems, []);
+      browserTest('a pasted token is sent with a list request, which answers 200', async () => {
+        const { page, problems, apiRequests } = await openDocs();
+        await page
+          .getByRole('button', { name: /Authorize/ })
+          .first()
+          .click({ timeout: 20_000 });
+        const modal = page.locator('.modal-ux');
+        await modal.locator('input#auth-bearer-value').fill(docs.token);
+        await modal.getByRole('button', { name: 'Apply credentials' }).click();
+        await modal.getByRole('button', { name: 'Close' }).click();
+
+        const list = page.locator('#operations-plants-listPlants');
+        await list.locator('.opblock-summary').click();
+        await list.getByRole('button', { name: 'Execute' }).click();
+        const status = list.locator('.live-responses-table .response .response-col_status');
+        await status.waitFor();
+        assert.equal((await status.innerText()).trim(), '200');
+        const body = await list.locator('.live-responses-table .response .microlight').first().innerText();
+        assert.deepEqual(JSON.parse(body), [{ name: 'Monstera', tag: 'tropical' }]);
+        assert.equal(apiRequests.get('GET /plants'), `Bearer ${docs.token}`);
+        assert.deepEqual(problems, []);
+      });
     });
-  });
-});
+  }),
+);

@@ -4,23 +4,13 @@
 // "Monstera" and "tropical", and executing them works. Driven in Debian's chromium.
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { after, before, commandProbe, it, needs, requirement } from '../helpers/requirements.js';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { after, before, it, needs } from '../helpers/requirements.js';
 import { describeOnStore } from '../helpers/stores.js';
 import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import type { Store } from '../../src/store/store.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-];
-
-const chromiumMissing = await requirement(`chromium at ${CHROMIUM}`, commandProbe(CHROMIUM));
 
 needs(chromiumMissing, () => {
   describeOnStore('sqlite', 'the /docs forms, filled from the examples', (fx) => {
@@ -35,7 +25,7 @@ needs(chromiumMissing, () => {
       app = await buildApp(fx.config(), { store });
       const base = await app.listen({ host: '127.0.0.1', port: 0 });
       token = (await issueToken(store.tokens, { owner: 'try-it-out' })).token;
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+      browser = await launchChromium();
       page = await browser.newPage();
       await page.goto(`${base}/docs`);
       await page.locator('#operations-plants-createPlant').waitFor({ timeout: 20_000 });
