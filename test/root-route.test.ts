@@ -1,18 +1,12 @@
 // GET / points whoever opens the server's address at the API, its reference
 // page and its document; the reference page names /openapi.json under its title.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { chromium } from 'playwright-core';
-import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
+import { chromiumMissing, launchChromium } from './helpers/chromium.js';
+import { after, before, describe, it, needs } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { describeOnStore } from './helpers/stores.js';
 import { buildApp } from '../src/app/app.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const browser = await requirement(`chromium at ${CHROMIUM}`, () => {
-  if (!existsSync(CHROMIUM)) throw new Error('not installed (apt-get install -y chromium)');
-});
 
 describeOnStore('sqlite', 'GET /', (fx) => {
   const h = useApp(fx);
@@ -35,7 +29,7 @@ describeOnStore('sqlite', 'GET /', (fx) => {
   });
 });
 
-needs(browser, () => {
+needs(chromiumMissing, () => {
   describeOnStore('sqlite', 'the reference page title', (fx) => {
     let app: FastifyInstance;
     let base = '';
@@ -47,7 +41,7 @@ needs(browser, () => {
 
     describe('in a browser', () => {
       it('links to /openapi.json', { timeout: 60_000 }, async () => {
-        const chrome = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox'] });
+        const chrome = await launchChromium();
         try {
           const page = await chrome.newPage();
           await page.goto(`${base}/docs`);
