@@ -154,6 +154,32 @@ describeEachStore('live plant events', (fx) => {
     },
   );
 
+  it(
+    'holds the 200 until the stream has its place: a write made as soon as it arrives is in the stream',
+    T,
+    async () => {
+      const t = await token('head-owner');
+      // The real log, answering slowly: a write that lands between the 200 and
+      // the read of where the stream starts would otherwise be skipped.
+      const log = s.store.events;
+      const bounds = log.bounds.bind(log);
+      log.bounds = async () => {
+        const read = await bounds();
+        await delay(200);
+        return read;
+      };
+      try {
+        const stream = await Stream.open(s.base, t);
+        assert.equal(await create(s, t, 1, 'first'), 200);
+        const [event] = await stream.take(1);
+        assert.equal(event?.event, 'plant.created');
+        stream.close();
+      } finally {
+        log.bounds = bounds;
+      }
+    },
+  );
+
   it('resumes after Last-Event-ID with no gap and no duplicate, then goes on live', T, async () => {
     const t = await token('resume-owner');
     const first = await Stream.open(s.base, t);

@@ -99,12 +99,19 @@ export class EventFeed {
   }
 
   /**
-   * Starts a stream on a response whose head is written: the events after
-   * `lastEventId`, or from now on. An id no longer kept (or never given out)
-   * gets a `reset` event instead, carrying the newest id, and the stream goes
-   * on from there.
+   * Starts a stream: the events after `lastEventId`, or from now on. Where
+   * the stream starts is read from the log before `writeHead` sends the
+   * response head, so every write the client makes once it has seen the 200
+   * is in its stream. An id no longer kept (or never given out) gets a
+   * `reset` event instead, carrying the newest id, and the stream goes on
+   * from there. Fails, with no head written, when the log cannot be read.
    */
-  async start(owner: string, res: ServerResponse, lastEventId: bigint | undefined): Promise<void> {
+  async start(
+    owner: string,
+    res: ServerResponse,
+    lastEventId: bigint | undefined,
+    writeHead: () => void,
+  ): Promise<void> {
     this.admit(owner);
     const stream: Stream = { owner, res, through: 0n, catchingUp: true, lastWriteAt: performance.now() };
     let owned = this.#streams.get(owner);
@@ -113,24 +120,30 @@ export class EventFeed {
     this.#count++;
     eventStreamsOpen.inc();
     res.once('close', () => this.#remove(stream));
+    let reset = false;
     try {
       await this.#begin();
       const { oldest, newest } = await this.log.bounds();
-      if (lastEventId === undefined) stream.through = newest;
-      else if (lastEventId > newest || lastEventId < (oldest ?? newest + 1n) - 1n) {
-        stream.through = newest;
-        this.#write(
-          stream,
-          notice(
-            'reset',
-            'the events after Last-Event-ID are no longer kept: list the plants again, then follow this stream',
-            newest,
-          ),
-        );
-      } else stream.through = lastEventId;
+      reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < (oldest ?? newest + 1n) - 1n);
+      stream.through = lastEventId === undefined || reset ? newest : lastEventId;
+    } catch (error) {
+      this.#remove(stream);
+      throw error;
+    }
+    writeHead();
+    if (reset)
+      this.#write(
+        stream,
+        notice(
+          'reset',
+          'the events after Last-Event-ID are no longer kept: list the plants again, then follow this stream',
+          stream.through,
+        ),
+      );
+    try {
       await this.#catchUp(stream);
     } catch (error) {
-      this.logger.warn({ err: error }, 'a live event stream failed to start');
+      this.logger.warn({ err: error }, 'a live event stream failed to read its backlog');
       res.end();
     }
   }

@@ -64,24 +64,24 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
       if (lastEventId !== undefined && lastEventId > INT64_MAX)
         throw errors.badRequest('Last-Event-ID must be an event id received from this stream');
       const { owner } = request.principal;
-      feed.admit(owner);
       const res = reply.raw;
-      markLongLived(res);
-      reply.hijack();
-      for (const [name, value] of Object.entries(reply.getHeaders()))
-        if (value !== undefined) res.setHeader(name, value);
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        // Tells nginx not to buffer the stream.
-        'x-accel-buffering': 'no',
+      await feed.start(owner, res, lastEventId, () => {
+        markLongLived(res);
+        reply.hijack();
+        for (const [name, value] of Object.entries(reply.getHeaders()))
+          if (value !== undefined) res.setHeader(name, value);
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          // Tells nginx not to buffer the stream.
+          'x-accel-buffering': 'no',
+        });
+        // Tells EventSource clients how soon to reconnect.
+        res.write('retry: 1000\n\n');
+        // A client that goes away may only half-close its side; Node keeps such
+        // a connection open while the response lasts, so end the stream then.
+        res.socket?.once('end', () => res.destroy());
       });
-      // Tells EventSource clients how soon to reconnect.
-      res.write('retry: 1000\n\n');
-      // A client that goes away may only half-close its side; Node keeps such
-      // a connection open while the response lasts, so end the stream then.
-      res.socket?.once('end', () => res.destroy());
-      await feed.start(owner, res, lastEventId);
     },
   );
 };
