@@ -3,18 +3,12 @@
 // by a strict program (whose wrong uses must not compile) and run against a
 // real server. Nothing of the server may come with it.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { FastifyInstance } from 'fastify';
-import { NPM, npmEnv, run, typecheckStrict } from '../helpers/packed.js';
-import { after, before, it } from '../helpers/requirements.js';
+import { compileAndRun, installTarball, packedSetting, packTarball, REPO } from '../helpers/packed.js';
+import { it } from '../helpers/requirements.js';
 import { describeOnStore } from '../helpers/stores.js';
-import { buildApp } from '../../src/app/app.js';
-import { issueToken } from '../../src/auth/tokens.js';
 
-const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const SERVER_DEPENDENCIES = Object.keys(
   (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> })
     .dependencies,
@@ -56,38 +50,15 @@ console.log(JSON.stringify({ created, names, error, refused, left: await client.
 `;
 
 describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
-  let app: FastifyInstance;
-  let baseUrl = '';
-  let token = '';
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-client-pack-'));
-  const project = join(dir, 'app');
-
-  before(async () => {
-    const store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-    token = (await issueToken(store.tokens, { owner: 'packed-client' })).token;
-  });
-  after(async () => {
-    await app?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const setting = packedSetting(fx, 'packed-client');
 
   it(
     'installs without any server dependency, type-checks strictly and talks to the server',
     { timeout: 180_000 },
     async () => {
-      const env = npmEnv();
       // prepack builds the package, as `npm pack -w plant-store-client` does for a user.
-      const packed = await run(NPM, ['pack', '-w', 'plant-store-client', '--json', '--pack-destination', dir], {
-        cwd: REPO,
-        env,
-      });
-      const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [
-        { filename: string; files: Array<{ path: string }> },
-      ];
-      assert.match(filename, /^plant-store-client-\d+\.\d+\.\d+\.tgz$/);
-      const paths = files.map((f) => f.path).sort();
+      const { tarball, paths } = await packTarball(['-w', 'plant-store-client'], setting.dir);
+      assert.match(tarball, /plant-store-client-\d+\.\d+\.\d+\.tgz$/);
       for (const path of ['dist/index.js', 'dist/index.d.ts', 'package.json']) assert.ok(paths.includes(path), path);
       assert.deepEqual(
         paths.filter((p) => !/^dist\/[\w-]+\.(js|d\.ts)$/.test(p) && p !== 'package.json' && p !== 'README.md'),
@@ -95,16 +66,7 @@ describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
         'only the built client, its package.json and README',
       );
 
-      mkdirSync(project);
-      writeFileSync(
-        join(project, 'package.json'),
-        JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }),
-      );
-      await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename)], {
-        cwd: project,
-        env,
-      });
-
+      const project = await installTarball(setting.dir, 'app', tarball);
       const installed = readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'));
       assert.deepEqual(installed, ['plant-store-client'], 'the client came alone');
       const lock = JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as {
@@ -117,11 +79,7 @@ describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
       ) as Record<string, unknown>;
       assert.equal(manifest.dependencies, undefined, 'no runtime dependencies');
 
-      writeFileSync(join(project, 'main.ts'), program(baseUrl, token));
-      await typecheckStrict(project);
-
-      const { stdout } = await run(process.execPath, ['main.js'], { cwd: project, env });
-      assert.deepEqual(JSON.parse(stdout), {
+      assert.deepEqual(await compileAndRun(project, program(setting.baseUrl, setting.token)), {
         created: { name: 'Monstera', tag: 'tropical' },
         names: ['Monstera', 'Fern'],
         error: { error: 404, message: 'no plant with id 1' },

@@ -2,18 +2,9 @@
 // project, imported by a strict TypeScript program (whose wrong uses must not
 // compile), and run by Node against a real server.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, it } from '../helpers/requirements.js';
-import { fileURLToPath } from 'node:url';
-import type { FastifyInstance } from 'fastify';
-import { NPM, npmEnv, run, typecheckStrict } from '../helpers/packed.js';
-import { buildApp } from '../../src/app/app.js';
-import { issueToken } from '../../src/auth/tokens.js';
+import { compileAndRun, installTarball, packedSetting, packTarball } from '../helpers/packed.js';
+import { it } from '../helpers/requirements.js';
 import { describeOnStore } from '../helpers/stores.js';
-
-const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 const program = (baseUrl: string, token: string) => `
 import { PlantStoreClient, PlantStoreError, type ErrorBody, type NewPlant, type Plant, type PlantId } from 'plant-store/client';
@@ -62,54 +53,20 @@ console.log(JSON.stringify({ created, page, names, rangeError, status, error, ta
 `;
 
 describeOnStore('sqlite', 'plant-store/client from the packed tarball', (fx) => {
-  let app: FastifyInstance;
-  let baseUrl = '';
-  let token = '';
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-pack-'));
-  const project = join(dir, 'consumer');
-
-  before(async () => {
-    const store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-    token = (await issueToken(store.tokens, { owner: 'packed' })).token;
-  });
-  after(async () => {
-    await app?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const setting = packedSetting(fx, 'packed');
 
   it('installs, type-checks under strict settings and talks to the server', { timeout: 120_000 }, async () => {
-    const env = npmEnv();
     // dist/ is already built (npm test builds first), so packing skips the prepare script.
-    const packed = await run(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
-      cwd: REPO,
-      env,
-    });
-    const [{ filename, files }] = JSON.parse(packed.stdout) as [{ filename: string; files: Array<{ path: string }> }];
-    const paths = files.map((f) => f.path);
+    const { tarball, paths } = await packTarball(['--ignore-scripts'], setting.dir);
     for (const path of ['dist/src/client/index.js', 'dist/src/client/index.d.ts', 'dist/src/cli/main.js']) {
       assert.ok(paths.includes(path), `the tarball holds ${path}`);
     }
     assert.ok(!paths.some((p) => p.startsWith('dist/test/') || p.startsWith('src/')), 'no tests or sources');
 
-    mkdirSync(project);
-    writeFileSync(
-      join(project, 'package.json'),
-      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
-    );
     // The client needs no native module, so install scripts (the SQLite build) are skipped.
-    await run(
-      NPM,
-      ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename)],
-      { cwd: project, env },
-    );
+    const project = await installTarball(setting.dir, 'consumer', tarball, ['--ignore-scripts']);
 
-    writeFileSync(join(project, 'main.ts'), program(baseUrl, token));
-    await typecheckStrict(project);
-
-    const { stdout } = await run(process.execPath, ['main.js'], { cwd: project, env });
-    assert.deepEqual(JSON.parse(stdout), {
+    assert.deepEqual(await compileAndRun(project, program(setting.baseUrl, setting.token)), {
       created: { name: 'Monstera', tag: 'tropical' },
       page: [{ name: 'Monstera', tag: 'tropical' }, { name: 'Fern' }],
       names: ['Monstera', 'Fern'],
