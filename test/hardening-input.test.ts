@@ -20,23 +20,16 @@ const MIB = 1024 * 1024;
 describeEachStore('cheap refusals and strict numbers', (fx) => {
   const h = useApp(fx);
 
-  /** The fastest of three tries of a create with this body: status, message, milliseconds. */
-  async function fastest(raw: string, token: string): Promise<{ message: string; ms: number }> {
-    let best = Infinity;
-    let message = '';
-    for (let i = 0; i < 3; i++) {
-      const started = performance.now();
-      const res = await createRaw(h, token, raw);
-      best = Math.min(best, performance.now() - started);
-      message = expectError(res, 400, /./);
-    }
-    return { message, ms: best };
-  }
-
-  // Before these refusals each body below held the event loop for 0.1 to 0.5 s
-  // on the machine these tests were written on; now each takes a few ms.
+  // Parsing and validating each body below held the event loop for 0.1 to
+  // 0.5 s. Their messages come only from the scan that runs before the
+  // parser (app/json-body.ts), so getting them shows the parser never ran;
+  // how long the refusal takes is reported, not asserted (speed belongs in the bench).
   const COSTLY: Array<[string, () => string, RegExp]> = [
-    ['an id of a million digits', () => `{"id":${'9'.repeat(MIB - 30)},"name":"x"}`, /too long/],
+    [
+      'an id of a million digits',
+      () => `{"id":${'9'.repeat(MIB - 30)},"name":"x"}`,
+      /^a number in the request body is too long$/,
+    ],
     [
       '90 000 unknown keys',
       () => `{${Array.from({ length: 90_000 }, (_, i) => `"k${i}":1`).join(',')}}`.slice(0, MIB - 10) + '}',
@@ -46,11 +39,12 @@ describeEachStore('cheap refusals and strict numbers', (fx) => {
     ['100 000 nested arrays', () => `{"id":${'['.repeat(100_000)}${']'.repeat(100_000)},"name":"x"}`, TOO_MANY],
   ];
   for (const [what, body, message] of COSTLY) {
-    it(`refuses ${what} with a 400 in milliseconds, storing nothing`, async () => {
+    it(`refuses ${what} with a 400 before parsing it, storing nothing`, async (t) => {
       const token = await h.token(newOwner('cost'));
-      const r = await fastest(body(), token);
-      assert.match(r.message, message);
-      assert.ok(r.ms < 60, `took ${r.ms.toFixed(1)} ms`);
+      const started = performance.now();
+      const res = await createRaw(h, token, body());
+      t.diagnostic(`refused in ${(performance.now() - started).toFixed(1)} ms`);
+      assert.match(expectError(res, 400, /./), message);
       const list = await h.request({ method: 'GET', url: '/plants', token });
       assert.deepEqual(jsonBody(list), []);
     });
