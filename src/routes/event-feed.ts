@@ -53,8 +53,9 @@ const notice = (type: string, message: string, id?: bigint) =>
  * runs at once after a write through this process, and every `pollMs` for
  * writes through other processes and instances, only while a stream is open.
  * A stream that resumes first reads its owner's backlog, up to the id the
- * shared query has reached, then takes the live events; ids are given out in
- * commit order, so reading above an id misses nothing.
+ * shared query has reached, then takes the live events; the log shows only
+ * events below which no other can appear any more (see EventLog), so
+ * reading above an id misses nothing.
  */
 export class EventFeed {
   readonly #streams = new Map<string, Set<Stream>>();
@@ -123,8 +124,9 @@ export class EventFeed {
     let reset = false;
     try {
       await this.#begin();
-      const { oldest, newest } = await this.log.bounds();
-      reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < (oldest ?? newest + 1n) - 1n);
+      const { pruned, newest } = await this.log.bounds();
+      // Ids skip numbers: only the log's own mark tells whether events after lastEventId were removed.
+      reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < pruned);
       stream.through = lastEventId === undefined || reset ? newest : lastEventId;
     } catch (error) {
       this.#remove(stream);
