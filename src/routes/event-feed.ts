@@ -103,9 +103,10 @@ export class EventFeed {
    * Starts a stream: the events after `lastEventId`, or from now on. Where
    * the stream starts is read from the log before `writeHead` sends the
    * response head, so every write the client makes once it has seen the 200
-   * is in its stream. An id no longer kept (or never given out) gets a
-   * `reset` event instead, carrying the newest id, and the stream goes on
-   * from there. Fails, with no head written, when the log cannot be read.
+   * is in its stream. An id below the largest one pruned (events after it
+   * are gone) or above the newest (never given out here) gets a `reset`
+   * event instead, carrying the newest id, and the stream goes on from
+   * there. Fails, with no head written, when the log cannot be read.
    */
   async start(
     owner: string,
@@ -125,7 +126,7 @@ export class EventFeed {
     try {
       await this.#begin();
       const { pruned, newest } = await this.log.bounds();
-      // Ids skip numbers: only the log's own mark tells whether events after lastEventId were removed.
+      // Ids skip numbers, so only the log's own mark tells whether events after lastEventId were removed.
       reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < pruned);
       stream.through = lastEventId === undefined || reset ? newest : lastEventId;
     } catch (error) {

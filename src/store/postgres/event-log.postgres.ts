@@ -9,7 +9,11 @@ import { withClient, writeWithClient } from './db-connect.postgres.js';
  * with an id below the snapshot's xmin has ended, so no event can appear
  * below it any more, while events of younger transactions wait until the
  * horizon passes them. Ids thus increase in the order readers get them,
- * which is the order the writing transactions got their ids.
+ * which is the order the writing transactions got their ids: a write made
+ * after another was answered comes after it, while writes in flight together
+ * may come in another order than they committed. Events logged before
+ * migration 0006 keep their smaller sequence ids, below all of these (that
+ * migration checks it).
  *
  * What this costs: a transaction that has written anything, anywhere in the
  * cluster (any database), holds the horizon, and with it the delivery of
@@ -37,7 +41,7 @@ const READABLE = `(pg_snapshot_xmin(pg_current_snapshot())::text::int8 << ${ORDI
  *
  * Every event-writing transaction must be this one statement: a second one
  * in the same transaction would draw the same ids again. It then fails on
- * the primary key, loudly, rather than logging events out of order. A
+ * the primary key, loudly, rather than having its events share a place. A
  * statement with more than MAX_EVENTS_PER_STATEMENT rows would reach into
  * the next transaction's ids; its id is then NULL, and it fails too.
  */
