@@ -101,6 +101,19 @@ async function send(base: string, token: string, method: string, path: string, b
   return response.status;
 }
 
+/**
+ * Resolves once `n` events of the owner can be read. On PostgreSQL a write
+ * answered can still be held back by any other writing transaction in the
+ * cluster (other suites' too) for as long as that one runs.
+ */
+async function readable(store: Store, owner: string, n: number): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while ((await store.events.ownerAfter(owner, 0n, INT64_MAX, n)).length < n) {
+    assert.ok(performance.now() < deadline, `${n} events of ${owner} readable`);
+    await delay(20);
+  }
+}
+
 const create = (s: Server, token: string, id: bigint | number, name: string, tag?: string) =>
   send(s.base, token, 'POST', '/plants', `{"id":${id},"name":${JSON.stringify(name)}${tag ? `,"tag":"${tag}"` : ''}}`);
 const remove = (s: Server, token: string, id: bigint | number) => send(s.base, token, 'DELETE', `/plants/${id}`);
@@ -242,6 +255,7 @@ describeEachStore('live plant events', (fx) => {
   it('answers an id no longer kept, or never given out, with a reset event carrying the newest id', T, async () => {
     const t = await token('reset-owner');
     for (let i = 1; i <= 3; i++) assert.equal(await create(s, t, i, `r${i}`), 200);
+    await readable(s.store, 'reset-owner', 3);
     const { newest } = await s.store.events.bounds();
     // Keep only the newest event.
     await s.store.events.prune(Date.now() + 60_000, 1);
