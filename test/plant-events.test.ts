@@ -1,7 +1,9 @@
 // GET /plants/events against real servers on ephemeral ports, on each store:
-// the wire format, commit order, resume with Last-Event-ID, reset, owners
-// kept apart, two servers on one database, caps, keep-alives, timeouts,
-// shutdown, and the client's watchPlants reconnecting across a restart.
+// the wire format, order, resume with Last-Event-ID, reset (after pruning
+// too), owners kept apart, an event held back behind a PostgreSQL
+// transaction still open, two servers on one database, caps, keep-alives,
+// timeouts, shutdown, and the client's watchPlants reconnecting across a
+// restart.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -12,6 +14,7 @@ import { readEventStream, type ServerSentEvent } from '../packages/client/src/ev
 import { PlantStoreClient, type PlantChange } from '../src/client/index.js';
 import type { Config } from '../src/config.js';
 import type { Scope, Store } from '../src/store/store.js';
+import { closeEventWriter, openEventWriter } from './helpers/open-event-writer.js';
 import { after, before, describe, it } from './helpers/requirements.js';
 import { describeEachStore, type StoreFixture } from './helpers/stores.js';
 
@@ -34,6 +37,8 @@ async function serve(fx: StoreFixture, overrides: Partial<Config> = {}): Promise
 /** An open stream, read event by event (comments too, as `:` events, when `comments`). */
 class Stream {
   readonly #events: AsyncGenerator<ServerSentEvent>;
+  /** A read `within` gave up waiting for; the next read takes its result. */
+  #pending: Promise<IteratorResult<ServerSentEvent>> | undefined;
   constructor(
     readonly response: Response,
     readonly controller: AbortController,
@@ -56,7 +61,8 @@ class Stream {
     const timer = setTimeout(() => this.controller.abort(), ms);
     try {
       while (out.length < n) {
-        const next = await this.#events.next();
+        const next = await (this.#pending ?? this.#events.next());
+        this.#pending = undefined;
         if (next.done) break;
         out.push(next.value);
       }
@@ -68,7 +74,16 @@ class Stream {
     return out;
   }
 
-  /** True when no event arrives within `ms`. */
+  /** The next event if one arrives within `ms`, else undefined; the stream stays open either way. */
+  async within(ms: number): Promise<ServerSentEvent | undefined> {
+    this.#pending ??= this.#events.next();
+    const next = await Promise.race([this.#pending, delay(ms).then(() => undefined)]);
+    if (next === undefined) return undefined;
+    this.#pending = undefined;
+    return next.done ? undefined : next.value;
+  }
+
+  /** True when no event arrives within `ms`; the stream is closed after that. */
   async quiet(ms: number): Promise<boolean> {
     return (await this.take(1, ms)).length === 0;
   }
@@ -84,6 +99,19 @@ async function send(base: string, token: string, method: string, path: string, b
   const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
   await response.arrayBuffer();
   return response.status;
+}
+
+/**
+ * Resolves once `n` events of the owner can be read. On PostgreSQL a write
+ * answered can still be held back by any other writing transaction in the
+ * cluster (other suites' too) for as long as that one runs.
+ */
+async function readable(store: Store, owner: string, n: number): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while ((await store.events.ownerAfter(owner, 0n, INT64_MAX, n)).length < n) {
+    assert.ok(performance.now() < deadline, `${n} events of ${owner} readable`);
+    await delay(20);
+  }
 }
 
 const create = (s: Server, token: string, id: bigint | number, name: string, tag?: string) =>
@@ -227,12 +255,15 @@ describeEachStore('live plant events', (fx) => {
   it('answers an id no longer kept, or never given out, with a reset event carrying the newest id', T, async () => {
     const t = await token('reset-owner');
     for (let i = 1; i <= 3; i++) assert.equal(await create(s, t, i, `r${i}`), 200);
+    await readable(s.store, 'reset-owner', 3);
     const { newest } = await s.store.events.bounds();
     // Keep only the newest event.
     await s.store.events.prune(Date.now() + 60_000, 1);
-    const { oldest } = await s.store.events.bounds();
-    assert.equal(oldest, newest);
-    for (const from of ['1', (newest + 1000n).toString()]) {
+    assert.deepEqual(
+      (await s.store.events.after(0n, 10)).map((e) => e.id),
+      [newest],
+    );
+    for (const from of ['1', INT64_MAX.toString()]) {
       const now = (await s.store.events.bounds()).newest;
       const stream = await Stream.open(s.base, t, from);
       const [reset] = await stream.take(1);
@@ -251,7 +282,81 @@ describeEachStore('live plant events', (fx) => {
     assert.equal(first!.id, newest.toString());
     ok.close();
   });
+
+  it(
+    'after pruning by count, resumes from the largest id pruned and resets below it, though ids skip numbers',
+    T,
+    async () => {
+      const t = await token('mark-owner');
+      const stream = await Stream.open(s.base, t);
+      for (let i = 1; i <= 4; i++) assert.equal(await create(s, t, i, `m${i}`), 200);
+      const ids = (await stream.take(4)).map((e) => BigInt(e.id!));
+      stream.close();
+      assert.equal(ids.length, 4);
+      // These four are the newest of the whole log: keep two of them.
+      await s.store.events.prune(0, 2);
+      assert.equal((await s.store.events.bounds()).pruned, ids[1]);
+      const resumed = await Stream.open(s.base, t, ids[1]!.toString());
+      assert.deepEqual(
+        (await resumed.take(2)).map((e) => [e.event, e.id]),
+        [
+          ['plant.created', ids[2]!.toString()],
+          ['plant.created', ids[3]!.toString()],
+        ],
+      );
+      resumed.close();
+      // The event at ids[1] is gone and these never saw it.
+      for (const from of [ids[1]! - 1n, ids[0]!]) {
+        const reset = await Stream.open(s.base, t, from.toString());
+        const [first] = await reset.take(1);
+        assert.deepEqual([first!.event, first!.id], ['reset', ids[3]!.toString()]);
+        reset.close();
+      }
+    },
+  );
 });
+
+describeEachStore(
+  'live plant events behind a writing transaction still open',
+  (fx) => {
+    it(
+      'holds back an event committed after it until that transaction ends, then sends both in id order',
+      T,
+      async () => {
+        const s = await serve(fx, { eventsPollMs: 20 });
+        try {
+          const t = (await issueToken(s.store.tokens, { owner: 'held' })).token;
+          const stream = await Stream.open(s.base, t);
+          const raw = await openEventWriter(fx.directDb, 'held', 1n, 'drawn first');
+          try {
+            assert.equal(await create(s, t, 2, 'committed first'), 200);
+            assert.equal(await stream.within(500), undefined, 'nothing is sent past the open transaction');
+            await raw.query('COMMIT');
+          } finally {
+            await closeEventWriter(raw);
+          }
+          const events = await stream.take(2);
+          assert.deepEqual(
+            events.map((e) => (JSON.parse(e.data) as { data: { name: string } }).data.name),
+            ['drawn first', 'committed first'],
+          );
+          assert.ok(BigInt(events[0]!.id!) < BigInt(events[1]!.id!));
+          stream.close();
+          // Resuming from the first finds the second: nothing was skipped.
+          assert.deepEqual(
+            (await s.store.events.ownerAfter('held', BigInt(events[0]!.id!), INT64_MAX, 10)).map((e) =>
+              e.id.toString(),
+            ),
+            [events[1]!.id],
+          );
+        } finally {
+          await s.app.close();
+        }
+      },
+    );
+  },
+  ['postgres', 'pgbouncer'],
+);
 
 describeEachStore(
   'live plant events across servers and restarts',

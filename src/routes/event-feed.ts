@@ -53,8 +53,9 @@ const notice = (type: string, message: string, id?: bigint) =>
  * runs at once after a write through this process, and every `pollMs` for
  * writes through other processes and instances, only while a stream is open.
  * A stream that resumes first reads its owner's backlog, up to the id the
- * shared query has reached, then takes the live events; ids are given out in
- * commit order, so reading above an id misses nothing.
+ * shared query has reached, then takes the live events; the log shows only
+ * events below which no other can appear any more (see EventLog), so
+ * reading above an id misses nothing.
  */
 export class EventFeed {
   readonly #streams = new Map<string, Set<Stream>>();
@@ -102,9 +103,10 @@ export class EventFeed {
    * Starts a stream: the events after `lastEventId`, or from now on. Where
    * the stream starts is read from the log before `writeHead` sends the
    * response head, so every write the client makes once it has seen the 200
-   * is in its stream. An id no longer kept (or never given out) gets a
-   * `reset` event instead, carrying the newest id, and the stream goes on
-   * from there. Fails, with no head written, when the log cannot be read.
+   * is in its stream. An id below the largest one pruned (events after it
+   * are gone) or above the newest (never given out here) gets a `reset`
+   * event instead, carrying the newest id, and the stream goes on from
+   * there. Fails, with no head written, when the log cannot be read.
    */
   async start(
     owner: string,
@@ -123,8 +125,9 @@ export class EventFeed {
     let reset = false;
     try {
       await this.#begin();
-      const { oldest, newest } = await this.log.bounds();
-      reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < (oldest ?? newest + 1n) - 1n);
+      const { pruned, newest } = await this.log.bounds();
+      // Ids skip numbers, so only the log's own mark tells whether events after lastEventId were removed.
+      reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < pruned);
       stream.through = lastEventId === undefined || reset ? newest : lastEventId;
     } catch (error) {
       this.#remove(stream);

@@ -258,7 +258,11 @@ export const EVENT_PRUNE_CHUNK = 10_000;
 
 /** One change of one owner's plants, as the event log keeps it for live streams. */
 export interface PlantEvent {
-  /** Unique, and increasing in commit order across the whole store. */
+  /**
+   * Unique, and increasing in the order readers get the events: an event is
+   * readable only once no event with a smaller id can appear any more. Not
+   * dense: ids may skip numbers.
+   */
   id: bigint;
   owner: string;
   type: WebhookEventType;
@@ -273,20 +277,29 @@ export interface PlantEvent {
 /**
  * The log of plant events, written by the plant writes in their own
  * transactions, read by live streams (GET /plants/events), pruned in the
- * background. Events are removed oldest first only, so every id below the
- * oldest one kept was either pruned or never used.
+ * background. Reads see a final prefix of the log: no event ever appears
+ * below an id a read returned (or below `newest`), so a reader that goes on
+ * above the last id it saw misses nothing. Events are removed oldest first
+ * only, and the log remembers the largest id it removed: every event above
+ * that mark, up to `newest`, is still there.
  */
 export interface EventLog {
   /** Events of every owner with an id above `after`, oldest first, at most `limit`. */
   after(after: bigint, limit: number): Promise<PlantEvent[]>;
   /** One owner's events with an id in (after, upTo], oldest first, at most `limit`. */
   ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]>;
-  /** The id of the oldest event kept (undefined when none is) and of the newest (0n when none is). */
-  bounds(): Promise<{ oldest: bigint | undefined; newest: bigint }>;
+  /**
+   * The id of the newest readable event (0n when there is none), and the
+   * largest id ever pruned (0n when none was). A reader that has seen every
+   * event up to an id in [pruned, newest] can go on from it with nothing
+   * missing; from an id below `pruned` it has missed removed events.
+   */
+  bounds(): Promise<{ pruned: bigint; newest: bigint }>;
   /**
    * Removes the events older than `before` (ms since the epoch) and all but
-   * the newest `keep`, oldest first, at most EVENT_PRUNE_CHUNK of them and
-   * never the newest event; resolves to how many.
+   * the newest `keep` (counted in events, not ids), oldest first, at most
+   * EVENT_PRUNE_CHUNK of them and never the newest readable event, and
+   * raises the `pruned` mark in the same transaction; resolves to how many.
    */
   prune(before: number, keep: number): Promise<number>;
 }

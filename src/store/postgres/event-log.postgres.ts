@@ -3,22 +3,47 @@ import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent, type WebhookEventTyp
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 /**
- * Every transaction that logs a plant event takes this transaction-scoped
- * advisory lock first, so event ids are drawn and committed one transaction
- * at a time: ids increase in commit order, and a reader that saw id n has
- * seen every id below it. (A bare sequence gives no such promise: two
- * transactions can commit in the other order than they drew their ids, and a
- * reader past the later id would skip the earlier one for good.) It is held
- * only from the event's insert to the commit; transaction-scoped, it works
- * through a transaction-pooling PgBouncer too.
+ * Event ids on PostgreSQL are (writing transaction's id << ORDINAL_BITS) +
+ * the row's place in its statement, so no writer waits for another to draw
+ * one. Readers see only ids below READABLE (the horizon): every transaction
+ * with an id below the snapshot's xmin has ended, so no event can appear
+ * below it any more, while events of younger transactions wait until the
+ * horizon passes them. Ids thus increase in the order readers get them,
+ * which is the order the writing transactions got their ids: a write made
+ * after another was answered comes after it, while writes in flight together
+ * may come in another order than they committed. Events logged before
+ * migration 0006 keep their smaller sequence ids, below all of these (that
+ * migration checks it).
+ *
+ * What this costs: a transaction that has written anything, anywhere in the
+ * cluster (any database), holds the horizon, and with it the delivery of
+ * every later event, until it ends; a transaction left open stops live
+ * events until it is closed. Read-only transactions have no id and hold
+ * nothing. Both are plain expressions in one statement, with no session
+ * state, so they work as well through PgBouncer in transaction mode.
+ *
+ * The int8 id overflows once transaction ids reach 2^(63 - ORDINAL_BITS) =
+ * 2^43 (pg_current_xact_id() is the 64-bit id, which never wraps): about
+ * 27 years at 10 000 writing transactions a second.
  */
-const EVENT_LOCK = 0x706c616e745f6576n; // "plant_ev"
+export const ORDINAL_BITS = 20;
+/** Events one statement can log; see logEvent. */
+export const MAX_EVENTS_PER_STATEMENT = 2 ** ORDINAL_BITS;
+
+/** The id of the first event of every transaction not yet ended, or above; the ids below it are final. */
+const READABLE = `(pg_snapshot_xmin(pg_current_snapshot())::text::int8 << ${ORDINAL_BITS})`;
 
 /**
  * A CTE body logging one event per row of `changed` (a CTE of the write), in
  * the write's own statement and so in its transaction. The other arguments
  * are SQL expressions over `changed` or the statement's parameters; `order`
  * an ORDER BY over them (ids follow it), or ''.
+ *
+ * Every event-writing transaction must be this one statement: a second one
+ * in the same transaction would draw the same ids again. It then fails on
+ * the primary key, loudly, rather than having its events share a place. A
+ * statement with more than MAX_EVENTS_PER_STATEMENT rows would reach into
+ * the next transaction's ids; its id is then NULL, and it fails too.
  */
 export const logEvent = (
   type: string,
@@ -29,9 +54,11 @@ export const logEvent = (
   tag: string,
   order = '',
 ) => `
-    INSERT INTO plant_events (owner, type, plant_id, name, tag)
-    SELECT ${owner}, '${type}', ${plantId}, ${name}, ${tag}
-    FROM ${changed} CROSS JOIN (SELECT pg_advisory_xact_lock(${EVENT_LOCK})) AS event_lock ${order}`;
+    INSERT INTO plant_events (id, owner, type, plant_id, name, tag)
+    SELECT (pg_current_xact_id()::text::int8 << ${ORDINAL_BITS})
+        + CASE WHEN row_number() OVER (${order}) <= ${MAX_EVENTS_PER_STATEMENT} THEN row_number() OVER (${order}) - 1 END,
+      ${owner}, '${type}', ${plantId}, ${name}, ${tag}
+    FROM ${changed} ${order}`;
 
 type EventRow = [
   id: string,
@@ -48,34 +75,50 @@ const COLUMNS = `id::text, owner, type, plant_id::text, name, tag, (extract(epoc
 
 const AFTER = {
   name: 'plant_events_after',
-  text: `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 ORDER BY plant_events.id LIMIT $2::int4`,
+  text: `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 AND id < ${READABLE} ORDER BY plant_events.id LIMIT $2::int4`,
   rowMode: 'array',
 } as const;
 const OWNER_AFTER = {
   name: 'plant_events_owner_after',
-  text: `SELECT ${COLUMNS} FROM plant_events WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 ORDER BY plant_events.id LIMIT $4::int4`,
+  text: `SELECT ${COLUMNS} FROM plant_events
+    WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 AND id < ${READABLE}
+    ORDER BY plant_events.id LIMIT $4::int4`,
   rowMode: 'array',
 } as const;
 const BOUNDS = {
   name: 'plant_events_bounds',
-  text: 'SELECT min(id)::text AS oldest, max(id)::text AS newest FROM plant_events',
+  text: `SELECT (SELECT up_to FROM plant_events_pruned)::text AS pruned,
+      (SELECT max(id) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
 } as const;
-// A prefix of at most EVENT_PRUNE_CHUNK rows, never the newest event (whose id
-// tells new streams and resuming clients where the log is).
+// A prefix of at most EVENT_PRUNE_CHUNK readable rows, never the newest
+// readable event (whose id tells new streams and resuming clients where the
+// log is), and the mark of the largest id removed, in one statement.
+// by_count is the newest row beyond the newest $2: ids skip numbers, so the
+// rows to keep are counted, not subtracted. (LEAST and GREATEST pass over
+// NULLs: with neither bound, the cut is 0, removing nothing.)
 const PRUNE = {
   name: 'plant_events_prune',
-  text: `WITH head AS (
-      SELECT id, occurred_at FROM plant_events ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}
+  text: `WITH readable AS (
+      SELECT ${READABLE} AS below
+    ), head AS (
+      SELECT id, occurred_at FROM plant_events WHERE id < (SELECT below FROM readable) ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}
     ), newest AS (
-      SELECT max(id) AS id FROM plant_events
+      SELECT max(id) AS id FROM plant_events WHERE id < (SELECT below FROM readable)
+    ), by_count AS (
+      SELECT id FROM plant_events WHERE id < (SELECT below FROM readable) ORDER BY id DESC OFFSET $2::int8 LIMIT 1
     ), cut AS (
       SELECT LEAST(
         (SELECT max(head.id) FROM head),
         newest.id - 1,
-        GREATEST((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), newest.id - $2::int8)
+        coalesce(GREATEST((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), (SELECT id FROM by_count)), 0)
       ) AS id FROM newest
+    ), removed AS (
+      DELETE FROM plant_events WHERE id <= (SELECT id FROM cut) RETURNING id
+    ), marked AS (
+      UPDATE plant_events_pruned SET up_to = GREATEST(up_to, (SELECT max(id) FROM removed))
+      WHERE EXISTS (SELECT FROM removed)
     )
-    DELETE FROM plant_events WHERE id <= (SELECT id FROM cut)`,
+    SELECT count(*)::int AS n FROM removed`,
 } as const;
 
 const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
@@ -105,18 +148,16 @@ export class PostgresEventLog implements EventLog {
     return rows.map(toEvent);
   }
 
-  async bounds(): Promise<{ oldest: bigint | undefined; newest: bigint }> {
-    const { rows } = await withClient(this.pool, (c) =>
-      c.query<{ oldest: string | null; newest: string | null }>(BOUNDS),
-    );
-    const { oldest, newest } = rows[0]!;
-    return { oldest: oldest === null ? undefined : BigInt(oldest), newest: BigInt(newest ?? 0) };
+  async bounds(): Promise<{ pruned: bigint; newest: bigint }> {
+    const { rows } = await withClient(this.pool, (c) => c.query<{ pruned: string; newest: string | null }>(BOUNDS));
+    const { pruned, newest } = rows[0]!;
+    return { pruned: BigInt(pruned), newest: BigInt(newest ?? 0) };
   }
 
   async prune(before: number, keep: number): Promise<number> {
-    const { rowCount } = await writeWithClient(this.pool, (c) =>
-      c.query({ ...PRUNE, values: [before, keep.toString()] }),
+    const { rows } = await writeWithClient(this.pool, (c) =>
+      c.query<{ n: number }>({ ...PRUNE, values: [before, keep.toString()] }),
     );
-    return rowCount ?? 0;
+    return rows[0]!.n;
   }
 }

@@ -3,7 +3,7 @@ import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
 import { writeWithClient } from './db-connect.postgres.js';
-import { logEvent } from './event-log.postgres.js';
+import { logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 
 /** One create as a batch carries it; `attempts` counts the statements that could not settle it. */
@@ -50,6 +50,9 @@ const CREATE_BATCH = {
 export const CREATE_ATTEMPTS = 5;
 
 const MAX_BATCH = 256;
+// One batch is one statement, and its events' ids have room for this many.
+if (MAX_BATCH > MAX_EVENTS_PER_STATEMENT)
+  throw new Error('a create batch would log more events than one statement can');
 /**
  * Batches committing at once, at most. PostgreSQL flushes the WAL of
  * concurrent commits together, so a few batches in flight keep the disk busy

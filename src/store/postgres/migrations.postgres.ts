@@ -113,8 +113,7 @@ export const postgresMigrations: Record<string, Migration> = {
   '0005_plant_events': {
     async up(db: Kysely<unknown>) {
       // The log behind live streams, one row per plant event of any owner,
-      // written by the plant write's own statement. Ids are drawn under a
-      // lock (event-log.postgres.ts), so they increase in commit order.
+      // written by the plant write's own statement.
       await sql`CREATE TABLE plant_events (
         id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         owner       text        NOT NULL,
@@ -125,6 +124,36 @@ export const postgresMigrations: Record<string, Migration> = {
         occurred_at timestamptz NOT NULL DEFAULT clock_timestamp()
       )`.execute(db);
       await sql`CREATE INDEX plant_events_owner_id ON plant_events (owner, id)`.execute(db);
+    },
+  },
+  '0006_plant_event_ids_by_transaction': {
+    async up(db: Kysely<unknown>) {
+      // Event ids come from the writing transaction's id from now on
+      // (event-log.postgres.ts), so writers no longer queue for a sequence
+      // under a lock. Without the identity, an insert that does not give the
+      // id fails instead of drawing a small one that readers would skip.
+      // The ids given out so far are at most the number of events ever
+      // logged, and every event was logged by a writing transaction of at
+      // most 256 events (the largest create batch), so they lie far below
+      // (current transaction id << 20), where the new ids begin. Checked
+      // all the same: a log copied in from another cluster could break it.
+      await sql`DO $$
+        BEGIN
+          IF (SELECT max(id) FROM plant_events) >= (pg_current_xact_id()::text::int8 << 20) THEN
+            RAISE EXCEPTION 'plant_events holds ids above where transaction-based ids begin; empty it (live streams then reset) and migrate again';
+          END IF;
+        END
+      $$`.execute(db);
+      await sql`ALTER TABLE plant_events ALTER COLUMN id DROP IDENTITY`.execute(db);
+      // The largest id ever pruned: a Last-Event-ID below it missed removed
+      // events. Ids skip numbers now, so the oldest id kept cannot tell.
+      // Until now ids were drawn in order, so all below the oldest kept were
+      // pruned (or never used, which a reset answers just as well).
+      await sql`CREATE TABLE plant_events_pruned (
+        one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+        up_to bigint  NOT NULL
+      )`.execute(db);
+      await sql`INSERT INTO plant_events_pruned (up_to) SELECT coalesce(min(id) - 1, 0) FROM plant_events`.execute(db);
     },
   },
 };

@@ -27,13 +27,12 @@ const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): P
 /**
  * Reads on the main thread's connection (each an indexed range read); pruning
  * goes to the writer thread like every other write. There is one writer, so
- * ids are given out in commit order.
+ * ids are given out in commit order and every committed event is final.
  */
 export class SqliteEventLog implements EventLog {
   readonly #after: Database.Statement<[bigint, number]>;
   readonly #ownerAfter: Database.Statement<[string, bigint, bigint, number]>;
-  readonly #oldest: Database.Statement<[]>;
-  readonly #newest: Database.Statement<[]>;
+  readonly #bounds: Database.Statement<[]>;
 
   constructor(
     db: Database.Database,
@@ -44,9 +43,11 @@ export class SqliteEventLog implements EventLog {
     this.#ownerAfter = rows(
       `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`,
     );
-    this.#oldest = db.prepare('SELECT min(id) FROM plant_events').pluck().safeIntegers(true);
-    // Pruning keeps the newest event, so this is the newest id ever given out.
-    this.#newest = db.prepare('SELECT coalesce(max(id), 0) FROM plant_events').pluck().safeIntegers(true);
+    // One statement, one snapshot: the mark and the newest id agree.
+    this.#bounds = db
+      .prepare('SELECT (SELECT up_to FROM plant_events_pruned), (SELECT coalesce(max(id), 0) FROM plant_events)')
+      .raw(true)
+      .safeIntegers(true);
   }
 
   async after(after: bigint, limit: number): Promise<PlantEvent[]> {
@@ -57,9 +58,9 @@ export class SqliteEventLog implements EventLog {
     return (this.#ownerAfter.all(owner, after, upTo, limit) as EventRow[]).map(toEvent);
   }
 
-  async bounds(): Promise<{ oldest: bigint | undefined; newest: bigint }> {
-    const oldest = this.#oldest.get() as bigint | null;
-    return { oldest: oldest ?? undefined, newest: this.#newest.get() as bigint };
+  async bounds(): Promise<{ pruned: bigint; newest: bigint }> {
+    const [pruned, newest] = this.#bounds.get() as [bigint, bigint];
+    return { pruned, newest };
   }
 
   prune(before: number, keep: number): Promise<number> {

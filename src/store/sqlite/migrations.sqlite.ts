@@ -124,4 +124,19 @@ export const sqliteMigrations: Record<string, Migration> = {
       await sql`CREATE INDEX plant_events_owner_id ON plant_events (owner, id)`.execute(db);
     },
   },
+  '0006_plant_events_pruned': {
+    async up(db: Kysely<unknown>) {
+      // The largest event id ever pruned: a Last-Event-ID below it missed
+      // removed events (see EventLog). Ids here are drawn in order and a
+      // rolled-back one is drawn again, so until now all ids below the
+      // oldest kept were pruned.
+      await sql`CREATE TABLE plant_events_pruned (
+        one   INTEGER PRIMARY KEY CHECK (one = 1),
+        up_to INTEGER NOT NULL
+      )`.execute(db);
+      await sql`INSERT INTO plant_events_pruned (one, up_to) SELECT 1, coalesce(min(id) - 1, 0) FROM plant_events`.execute(
+        db,
+      );
+    },
+  },
 };

@@ -77,7 +77,9 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutc
  * Removes a prefix of the event log (never a row in the middle, see EventLog),
  * at most EVENT_PRUNE_CHUNK rows and never the newest event, whose id tells new
  * streams and resuming clients where the log is: up to the newest event older
- * than `before`, or further to keep only `keep`.
+ * than `before`, or further to keep only the newest `keep` events. Raises the
+ * pruned mark first: should the delete then fail, clients get a needless
+ * reset rather than a silent gap.
  */
 export function eventPruner(db: Database.Database): (op: EventPruneOp) => number {
   const head = db
@@ -85,6 +87,16 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => number
     .raw(true)
     .safeIntegers(true);
   const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
+  // The newest event beyond the `keep` newest ones: counted, as ids need not be dense.
+  const beyondKept = db
+    .prepare<[number], bigint>('SELECT id FROM plant_events ORDER BY id DESC LIMIT 1 OFFSET ?')
+    .pluck()
+    .safeIntegers(true);
+  const lastRemoved = db
+    .prepare<[bigint], bigint | null>('SELECT max(id) FROM plant_events WHERE id <= ?')
+    .pluck()
+    .safeIntegers(true);
+  const mark = db.prepare<[bigint]>('UPDATE plant_events_pruned SET up_to = max(up_to, ?)');
   const remove = db.prepare<[bigint]>('DELETE FROM plant_events WHERE id <= ?');
   return ({ before, keep }) => {
     const rows = head.all(EVENT_PRUNE_CHUNK);
@@ -92,10 +104,14 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => number
     const last = newest.get()!;
     let byAge = 0n;
     for (const [id, at] of rows) if (at < BigInt(before)) byAge = id;
-    const wanted = byAge > last - BigInt(keep) ? byAge : last - BigInt(keep);
+    const byCount = beyondKept.get(keep) ?? 0n;
+    const wanted = byAge > byCount ? byAge : byCount;
     const chunkEnd = rows[rows.length - 1]![0];
     let upTo = wanted < chunkEnd ? wanted : chunkEnd;
     if (upTo > last - 1n) upTo = last - 1n;
-    return upTo > 0n ? remove.run(upTo).changes : 0;
+    const removed = lastRemoved.get(upTo);
+    if (removed === null || removed === undefined) return 0;
+    mark.run(removed);
+    return remove.run(removed).changes;
   };
 }
