@@ -11,7 +11,12 @@ import { migrateUpTo } from '../src/store/migrate.js';
 import { postgresMigrations } from '../src/store/postgres/migrations.postgres.js';
 import type { PlantEvent, Store } from '../src/store/store.js';
 import { it } from './helpers/requirements.js';
-import { closeEventWriter as closeWriter, openEventWriter, RAW_CREATE } from './helpers/open-event-writer.js';
+import {
+  closeEventWriter as closeWriter,
+  openEventWriter,
+  RAW_CREATE,
+  RAW_DELETE,
+} from './helpers/open-event-writer.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
 
 const T = { timeout: 30_000 };
@@ -132,6 +137,52 @@ describeEachStore(
         await closeWriter(raw);
       }
     });
+
+    it(
+      "keeps one owner's events in the order its writes committed, when a create batch waits and a delete overtakes it",
+      T,
+      async () => {
+        const store = await fx.open();
+        assert.equal(await store.plants.create('same', { id: 1n, name: 'old' }), 'created');
+        const holder = await openEventWriter(fx.directDb, 'other', 9n, 'held');
+        const deleter = new pg.Client({ connectionString: fx.directDb });
+        await deleter.connect();
+        let creates: Promise<unknown[]> | undefined;
+        try {
+          // One batch: a new plant of 'same', then one that waits for the open
+          // transaction above, then plant 1 of 'same' again. Without the owners'
+          // locks it would write (and get its transaction id) before waiting, and
+          // the delete below, starting later but committing first, would get a
+          // larger id: its event would come after the re-create, and a client
+          // following the stream would think plant 1 gone.
+          creates = Promise.all([
+            store.plants.create('same', { id: 2n, name: 'new' }),
+            store.plants.create('other', { id: 9n, name: 'mine' }),
+            store.plants.create('same', { id: 1n, name: 'again' }),
+          ]);
+          await delay(150);
+          await deleter.query('BEGIN');
+          const deleted = deleter.query<{ n: number }>(RAW_DELETE, ['same', '1']);
+          await delay(150);
+          await holder.query('ROLLBACK');
+          await deleted;
+          await delay(150);
+          await deleter.query('COMMIT');
+          await creates;
+        } finally {
+          await closeWriter(deleter);
+          await closeWriter(holder);
+          await creates?.catch(() => {});
+        }
+        // Following the stream ends where the store is.
+        const followed = new Map<bigint, string>();
+        for (const e of await eventsOf(store, ['same'], 3))
+          if (e.type === 'plant.created') followed.set(e.plantId, e.name!);
+          else followed.delete(e.plantId);
+        const stored = (await store.plants.list('same', 10)).plants.map((p) => p.name);
+        assert.deepEqual([...followed.values()].sort(), stored.sort());
+      },
+    );
 
     it('does not wait for a transaction that has only read', T, async () => {
       const store = await fx.open();

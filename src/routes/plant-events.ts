@@ -23,7 +23,7 @@ const EventHeaders = Type.Object({
 });
 type EventHeaders = Static<typeof EventHeaders>;
 
-const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of the caller's plants, each after every change the caller had seen answered before making it; event ids increase but are not consecutive:
+const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of the caller's plants, in the order the changes committed; event ids increase but are not consecutive:
 
     id: <event id>
     event: plant.created

@@ -60,6 +60,25 @@ export const logEvent = (
       ${owner}, '${type}', ${plantId}, ${name}, ${tag}
     FROM ${changed} ${order}`;
 
+/** The owner locks' hash seed, so their keys are not the plain hashes other code might lock. */
+const OWNER_LOCK_SEED = 0x706c616e74;
+
+/**
+ * A CTE body that takes, in one fixed order, a transaction-scoped advisory
+ * lock per owner in `owners` (an SQL expression over `source`). A write
+ * statement's first write must depend on it (join it, or test it in the
+ * WHERE), so the lock is held before the transaction writes anything and so
+ * before it gets its transaction id, and until it ends. Two transactions
+ * writing for the same owner then get their ids, and so their events' ids,
+ * in the order they commit: a create that would wait on a concurrent delete
+ * of the same plant waits here instead, and its events come after the
+ * delete's, as it committed. Writes of different owners never wait for each
+ * other (two owners may share a lock key; they then only take turns).
+ */
+export const lockOwners = (owners: string, source: string) => `
+    SELECT count(pg_advisory_xact_lock(k)) AS locks
+    FROM (SELECT DISTINCT hashtextextended(${owners}, ${OWNER_LOCK_SEED}) AS k FROM ${source} ORDER BY k) AS keys`;
+
 type EventRow = [
   id: string,
   owner: string,

@@ -3,7 +3,7 @@ import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
 import { writeWithClient } from './db-connect.postgres.js';
-import { logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';
+import { lockOwners, logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 
 /** One create as a batch carries it; `attempts` counts the statements that could not settle it. */
@@ -29,9 +29,10 @@ const CREATE_BATCH = {
   name: 'plants_create_batch',
   text: `WITH input AS (
       SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) WITH ORDINALITY AS i(owner, id, name, tag, n)
+    ), locked AS MATERIALIZED (${lockOwners('owner', 'input')}
     ), inserted AS (
       INSERT INTO plants (owner, id, name, tag)
-      SELECT owner, id, name, tag FROM input ORDER BY n
+      SELECT owner, id, name, tag FROM input CROSS JOIN locked ORDER BY n
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING owner, id, name, tag
     ), events AS (${recordEvent('plant.created', 'inserted', 'inserted.owner', 'inserted.id', 'inserted.name', 'inserted.tag')}
