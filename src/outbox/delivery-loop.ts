@@ -19,6 +19,11 @@ export interface DeliveryLoopOptions {
   pollMs?: number;
   /** Past this many events waiting for one endpoint, it is disabled (config.ts webhooksMaxPending). */
   maxPending?: number;
+  /**
+   * The wait after a failed attempt (retry-schedule.ts); the delivery tests
+   * pass a shorter schedule so their retries come within a second.
+   */
+  retryDelayMs?: (attempt: number) => number | undefined;
 }
 
 // A claim takes at most this many events of one endpoint; the events of one
@@ -59,7 +64,12 @@ export class DeliveryLoop {
   #wake: (() => void) | undefined;
 
   constructor(options: DeliveryLoopOptions) {
-    this.#o = { pollMs: 250, maxPending: Number(SETTINGS['webhooks-max-pending'].default), ...options };
+    this.#o = {
+      pollMs: 250,
+      maxPending: Number(SETTINGS['webhooks-max-pending'].default),
+      retryDelayMs: (attempt) => retryDelayMs(attempt),
+      ...options,
+    };
     // Long enough for every event of one claim to be tried in turn, each to
     // its time limit: the lease never runs out under a live process.
     this.#leaseMs = PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
@@ -256,7 +266,7 @@ export class DeliveryLoop {
         }
         return 'endpoint-disabled';
       case 'failed': {
-        const backoff = retryDelayMs(d.attempt);
+        const backoff = this.#o.retryDelayMs(d.attempt);
         const status = result.status;
         const asked = retryAfterMs(result.retryAfter);
         // No answer, or one that says the receiver is down or overloaded:
@@ -265,7 +275,12 @@ export class DeliveryLoop {
         // which is retried on its own schedule while the others go on.
         const down = status === undefined || ENDPOINT_DOWN.has(status);
         const next = down
-          ? { endpointDelayMs: Math.max(retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!, asked ?? 0) }
+          ? {
+              endpointDelayMs: Math.max(
+                this.#o.retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!,
+                asked ?? 0,
+              ),
+            }
           : ('ok' as const);
         if (backoff === undefined) {
           webhookDeliveries.inc({ outcome: 'dropped' });
