@@ -272,6 +272,18 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 100, maximum: 120_000 }),
     help: 'time limit of one webhook delivery attempt',
   },
+  'webhook-lease-ms': {
+    group: 'webhooks',
+    env: 'PLANTS_WEBHOOK_LEASE_MS',
+    default: '',
+    kind: 'int',
+    arg: 'MS',
+    /** Unset: the delivery loop's own, see DeliveryLoop. */
+    schema: Type.Optional(Type.Integer({ minimum: 1100, maximum: MAX_TIMER_MS })),
+    help:
+      'how long a process holds the webhook events it takes for delivery; those of a process that died go out from ' +
+      'another once this has passed; at least --webhook-timeout-ms + 1000; unset: 4 × (--webhook-timeout-ms + 500) + 5000',
+  },
   'webhooks-max-endpoints': {
     group: 'webhooks',
     env: 'PLANTS_WEBHOOKS_MAX_ENDPOINTS',
@@ -728,6 +740,12 @@ export function loadConfig(
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(
       `${label('headersTimeoutMs')} (${config.headersTimeoutMs}) must not exceed ${label('requestTimeoutMs')} (${config.requestTimeoutMs})`,
+    );
+  }
+  if (config.webhookLeaseMs !== undefined && config.webhookLeaseMs < config.webhookTimeoutMs + 1000) {
+    throw new ConfigError(
+      `${label('webhookLeaseMs')} (${config.webhookLeaseMs}) must be at least ${label('webhookTimeoutMs')} + 1000 ` +
+        `(${config.webhookTimeoutMs + 1000}): an attempt must fit in it, with time to record its outcome`,
     );
   }
   checkJwtSettings(config, label);

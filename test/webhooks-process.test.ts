@@ -108,25 +108,31 @@ describeEachStore('webhooks across processes', (fx) => {
       const secret = await addWebhook(fx.db, keyPath, owner, rx.url());
       // Before the kill nothing is answered: attempts are under way or waiting.
       rx.answer = () => 'hold';
-      const server = await startServer(webhookServeArgs(fx, keyPath));
+      // A short lease, so the events the killed process held go out again within seconds.
+      const leased = ['--webhook-lease-ms', '2000'];
+      const server = await startServer(webhookServeArgs(fx, keyPath, ...leased));
       const n = 40;
       const statuses = await Promise.all(Array.from({ length: n }, (_, i) => createPlant(server.url, token, idAt(i))));
       assert.deepEqual(new Set(statuses), new Set([200]), 'every create acknowledged');
       await rx.waitFor((all) => all.length > 0, 10_000, 'a delivery under way');
       server.kill('SIGKILL');
+      const killedAt = performance.now();
       assert.deepEqual(await server.waitExit(), { code: null, signal: 'SIGKILL' });
       assert.equal(rx.delivered().length, 0, 'nothing was delivered before the kill');
       const inFlight = rx.requests.map((r) => r.headers['webhook-id']!);
 
       rx.releaseHeld();
       rx.answer = () => ({ status: 200 });
-      const restarted = await serveInProcess(webhookServeArgs(fx, keyPath));
-      // Events claimed by the killed process wait for their lease to run out (a few seconds here).
+      const restarted = await serveInProcess(webhookServeArgs(fx, keyPath, ...leased));
+      // Events claimed by the killed process wait for their lease to run out (2 s here).
       await rx.waitFor(
         (all) => new Set(all.filter((r) => r.status === 200).map(plantIdOf)).size >= n,
         45_000,
         `all ${n} events after the restart`,
       );
+      // Without --webhook-lease-ms the lease would be 4 × (500 + 500) + 5000 ms.
+      const waited = performance.now() - killedAt;
+      assert.ok(waited < 9_000, `all delivered ${Math.round(waited)} ms after the kill, sooner than the default lease`);
       await stopGracefully(restarted);
       const delivered = rx.delivered();
       assert.deepEqual(

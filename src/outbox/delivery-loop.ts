@@ -19,6 +19,8 @@ export interface DeliveryLoopOptions {
   pollMs?: number;
   /** Past this many events waiting for one endpoint, it is disabled (config.ts webhooksMaxPending). */
   maxPending?: number;
+  /** How long a claim holds its events (config.ts webhookLeaseMs); unset: long enough to try each in turn. */
+  leaseMs?: number | undefined;
   /**
    * The wait after a failed attempt (retry-schedule.ts); the delivery tests
    * pass a shorter schedule so their retries come within a second.
@@ -52,7 +54,7 @@ const ERROR_REPORT_MS = 30_000;
  * claimed again when the lease runs out (at-least-once).
  */
 export class DeliveryLoop {
-  readonly #o: Required<DeliveryLoopOptions>;
+  readonly #o: Required<Omit<DeliveryLoopOptions, 'leaseMs'>>;
   readonly #leaseMs: number;
   readonly #busy = new Map<string, { owner: string; chain: Promise<void> }>();
   readonly #stop = new AbortController();
@@ -70,9 +72,11 @@ export class DeliveryLoop {
       retryDelayMs: (attempt) => retryDelayMs(attempt),
       ...options,
     };
-    // Long enough for every event of one claim to be tried in turn, each to
-    // its time limit: the lease never runs out under a live process.
-    this.#leaseMs = PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
+    // By default long enough for every event of one claim to be tried in
+    // turn, each to its time limit: the lease never runs out under a live
+    // process. A shorter one sends the events of a dead process sooner; those
+    // of a claim that would be tried past it are released untried.
+    this.#leaseMs = options.leaseMs ?? PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
   }
 
   start(): void {

@@ -51,6 +51,22 @@ describe('loadConfig', () => {
     );
   });
 
+  it('webhook-lease-ms: unset by default; when set, room for an attempt and the record of its outcome', () => {
+    assert.equal(loadConfig({}, {}).webhookLeaseMs, undefined);
+    assert.equal(loadConfig({}, { PLANTS_WEBHOOK_LEASE_MS: '' }).webhookLeaseMs, undefined);
+    assert.equal(loadConfig({ 'webhook-lease-ms': '11000' }, {}).webhookLeaseMs, 11_000);
+    assert.equal(loadConfig({ 'webhook-lease-ms': '1500', 'webhook-timeout-ms': '500' }, {}).webhookLeaseMs, 1500);
+    assert.match(
+      refused({ 'webhook-lease-ms': '10999' }),
+      /^--webhook-lease-ms \(10999\) must be at least --webhook-timeout-ms \+ 1000 \(11000\)/,
+    );
+    assert.match(
+      refused({ 'webhook-timeout-ms': '2000' }, { PLANTS_WEBHOOK_LEASE_MS: '2500' }),
+      /^PLANTS_WEBHOOK_LEASE_MS \(2500\) must be at least --webhook-timeout-ms \+ 1000 \(3000\)/,
+    );
+    assert.match(refused({ 'webhook-lease-ms': '1000' }), /--webhook-lease-ms must be a whole number from 1100/);
+  });
+
   it('access-log: off by default, on from the bare flag or true/1 in the environment', () => {
     assert.equal(loadConfig({}, {}).accessLog, false);
     assert.equal(loadConfig({ 'access-log': 'true' }, {}).accessLog, true);
