@@ -199,6 +199,11 @@ describeEachStore('export and import, from SQLite', (fx) => {
     const second = await runCliInProcess(['import', '--db', fx.db], {}, text);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /0 tokens and 0 plants were new/);
+    // Exported again from where it was imported: the same tokens and plants.
+    const again = await runCliInProcess(['export', '--db', fx.db]);
+    assert.equal(again.code, 0, again.stderr);
+    const records = (dumpText: string) => dumpText.trim().split('\n').slice(1).sort();
+    assert.deepEqual(records(again.stdout), records(text));
 
     const target = await serveInProcess(serveArgs(fx.db));
     const page = await fetch(`${target.url}/plants`, { headers: { authorization: `Bearer ${alice}` } });

@@ -69,7 +69,7 @@ export class DeliveryLoop {
     this.#o = {
       pollMs: 250,
       maxPending: Number(SETTINGS['webhooks-max-pending'].default),
-      retryDelayMs: (attempt) => retryDelayMs(attempt),
+      retryDelayMs,
       ...options,
     };
     // By default long enough for every event of one claim to be tried in
