@@ -509,6 +509,8 @@ const ConfigSchema = Type.Object({
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
   jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
+  /** The first wait after a failed JWKS fetch (then doubling): shorter in tests of an issuer that comes back. */
+  jwksRetryMs: Type.Integer({ minimum: 1, maximum: 30_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -675,11 +677,17 @@ export function parseConfigFile(path: string, text: string): ConfigFile {
 export function loadConfig(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
-  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs'>> = {},
+  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs' | 'jwksRetryMs'>> = {},
   only: readonly SettingName[] = ALL_SETTINGS,
   file?: ConfigFile,
 ): Readonly<Config> {
-  const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
+  const out: Record<string, unknown> = {
+    logPretty: false,
+    tokenCacheMs: 500,
+    jwksCooldownMs: 10_000,
+    jwksRetryMs: 1000,
+    ...extra,
+  };
   const sources = new Map<SettingName, Source>();
   // A file that holds a setting's value is read wherever the setting is.
   const reads = (name: SettingName) => only.includes(name) || only.includes(FILE_OF[name] as SettingName);
