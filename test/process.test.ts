@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { before, it } from './helpers/requirements.js';
+import { runCliInProcess } from './helpers/cli.js';
 import {
   cliToken,
   delay,
@@ -38,18 +39,17 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
 
   it('every delete acknowledged with 204 stays deleted after kill -9 and a restart', { timeout: 30_000 }, async (t) => {
     const token = await cliToken(fx.db, 'crash-delete');
-    const server = await startServer(serveArgs(fx.db));
-    // seed: enough plants that the deletes are still running at the kill
+    // seed, with plant-store import: enough plants that the deletes are still running at the kill
     const total = 1200;
-    let seedNext = 1;
-    const seed = runLoad({
-      clients: 16,
-      nextId: () => (seedNext <= total ? seedNext++ : undefined),
-      send: createVia(server.url, token),
-      maxMs: 20_000,
-    });
-    await seed.done;
-    assert.equal(seed.acked(200), total, 'seeding created every plant');
+    const dump = [
+      JSON.stringify({ type: 'plant-store-export', version: 1 }),
+      ...Array.from({ length: total }, (_, i) =>
+        JSON.stringify({ type: 'plant', owner: 'crash-delete', id: i + 1, name: `p-${i + 1}`, tag: 'load' }),
+      ),
+    ].join('\n');
+    const seeded = await runCliInProcess(['import', '--db', fx.db], {}, `${dump}\n`);
+    assert.match(seeded.stderr, new RegExp(`0 tokens and ${total} plants were new`), 'seeding created every plant');
+    const server = await startServer(serveArgs(fx.db));
 
     let next = 1;
     const load = runLoad({
