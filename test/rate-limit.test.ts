@@ -1,18 +1,29 @@
 // Rate limits: --rate-limit per token owner, --auth-fail-limit per client
-// address, each process alone or shared through Redis (--redis). What happens
-// while Redis is down, waited through in real time, is in
-// test/slow/redis-outage.test.ts.
+// address, each process alone or shared through Redis (--redis), and a Redis
+// outage in one process; the outage under serve --workers 2, waited through in
+// real time, is in test/slow/redis-outage.test.ts.
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { metricsText } from '../src/metrics/metrics.js';
 import { useApp } from './helpers/app.js';
-import { describe, it, needs, requirement } from './helpers/requirements.js';
+import { commandProbe, describe, it, needs, requirement } from './helpers/requirements.js';
 import { describeHttpLayer, describeOnStore } from './helpers/stores.js';
-import { cliToken, delay, migrateWithCli, serveArgs, startServer, stopGracefully } from './helpers/server.js';
-import { redisProblem, sequentially, servedBy, statuses, testPrefix } from './helpers/redis.js';
+import {
+  cliToken,
+  delay,
+  httpRequest,
+  migrateWithCli,
+  serveArgs,
+  startServer,
+  stopGracefully,
+} from './helpers/server.js';
+import { freePort } from './helpers/ports.js';
+import { PrivateRedis, redisProblem, sequentially, servedBy, statuses, testPrefix } from './helpers/redis.js';
+import { serveInProcess } from './helpers/serve-in-process.js';
 
 const REDIS_URL = process.env.PLANTS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+const redisServer = await requirement('redis-server (Debian package redis-server)', commandProbe('redis-server'));
 const sharedRedis = await requirement(`Redis at ${REDIS_URL} (set PLANTS_TEST_REDIS_URL)`, async () => {
   const problem = await redisProblem(REDIS_URL);
   if (problem !== undefined) throw new Error(problem);
@@ -204,6 +215,40 @@ needs(sharedRedis, () =>
         assert.equal(remaining(other.at(-1)!), 30);
       } finally {
         await stopGracefully(server);
+      }
+    });
+  }),
+);
+
+needs(redisServer, () =>
+  describeOnStore('sqlite', 'a Redis outage in one process', (fx) => {
+    it('serves every request within 1 s while Redis is down, warns once, and counts in Redis again once it is back', async () => {
+      const redis = new PrivateRedis(await freePort());
+      await redis.start();
+      await migrateWithCli(fx.db);
+      const token = await cliToken(fx.db, 'alice');
+      const server = await serveInProcess(
+        serveArgs(fx.db, '--rate-limit', '5/1m', '--redis', redis.url, '--redis-key-prefix', testPrefix()),
+      );
+      const said = (what: RegExp) => server.logLines().filter((l) => what.test(String(l.msg)));
+      try {
+        const url = `${server.url}/plants`;
+        assert.deepEqual(statuses(await sequentially(3, url, token)), { 200: 3 });
+        await redis.stop();
+        for (let i = 0; i < 8; i++) {
+          const t0 = performance.now();
+          assert.equal((await httpRequest(url, { token })).status, 200, `request ${i}: fails open`);
+          assert.ok(performance.now() - t0 < 1000, `request ${i} took ${Math.round(performance.now() - t0)} ms`);
+        }
+        await server.waitForOutput(() => said(/Redis is unreachable/).length >= 1, 5000);
+        await redis.start();
+        await server.waitForOutput(() => said(/Redis answers again/).length >= 1, 10_000);
+        // The restarted Redis is empty: the window starts again.
+        assert.deepEqual(statuses(await sequentially(8, `${url}?limit=3`, token)), { 200: 5, 429: 3 });
+        assert.equal(said(/Redis is unreachable/).length, 1, 'one warning for the outage');
+      } finally {
+        await stopGracefully(server);
+        await redis.stop();
       }
     });
   }),
