@@ -272,6 +272,18 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 100, maximum: 120_000 }),
     help: 'time limit of one webhook delivery attempt',
   },
+  'webhook-lease-ms': {
+    group: 'webhooks',
+    env: 'PLANTS_WEBHOOK_LEASE_MS',
+    default: '',
+    kind: 'int',
+    arg: 'MS',
+    /** Unset: the delivery loop's own, see DeliveryLoop. */
+    schema: Type.Optional(Type.Integer({ minimum: 1100, maximum: MAX_TIMER_MS })),
+    help:
+      'how long a process holds the webhook events it takes for delivery; those of a process that died go out from ' +
+      'another once this has passed; at least --webhook-timeout-ms + 1000; unset: 4 × (--webhook-timeout-ms + 500) + 5000',
+  },
   'webhooks-max-endpoints': {
     group: 'webhooks',
     env: 'PLANTS_WEBHOOKS_MAX_ENDPOINTS',
@@ -497,6 +509,8 @@ const ConfigSchema = Type.Object({
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
   jwksCooldownMs: Type.Integer({ minimum: 0, maximum: 30_000 }),
+  /** The first wait after a failed JWKS fetch (then doubling): shorter in tests of an issuer that comes back. */
+  jwksRetryMs: Type.Integer({ minimum: 1, maximum: 30_000 }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -663,11 +677,17 @@ export function parseConfigFile(path: string, text: string): ConfigFile {
 export function loadConfig(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
-  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs'>> = {},
+  extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs' | 'jwksRetryMs'>> = {},
   only: readonly SettingName[] = ALL_SETTINGS,
   file?: ConfigFile,
 ): Readonly<Config> {
-  const out: Record<string, unknown> = { logPretty: false, tokenCacheMs: 500, jwksCooldownMs: 10_000, ...extra };
+  const out: Record<string, unknown> = {
+    logPretty: false,
+    tokenCacheMs: 500,
+    jwksCooldownMs: 10_000,
+    jwksRetryMs: 1000,
+    ...extra,
+  };
   const sources = new Map<SettingName, Source>();
   // A file that holds a setting's value is read wherever the setting is.
   const reads = (name: SettingName) => only.includes(name) || only.includes(FILE_OF[name] as SettingName);
@@ -728,6 +748,12 @@ export function loadConfig(
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(
       `${label('headersTimeoutMs')} (${config.headersTimeoutMs}) must not exceed ${label('requestTimeoutMs')} (${config.requestTimeoutMs})`,
+    );
+  }
+  if (config.webhookLeaseMs !== undefined && config.webhookLeaseMs < config.webhookTimeoutMs + 1000) {
+    throw new ConfigError(
+      `${label('webhookLeaseMs')} (${config.webhookLeaseMs}) must be at least ${label('webhookTimeoutMs')} + 1000 ` +
+        `(${config.webhookTimeoutMs + 1000}): an attempt must fit in it, with time to record its outcome`,
     );
   }
   checkJwtSettings(config, label);

@@ -1,5 +1,7 @@
-// plant-store backup, restore, export and import, run as a user runs them:
-// real CLI processes against real stores, checked through a real server.
+// plant-store backup, restore, export and import, run as a user runs them and
+// checked through a real server: a backup taken by a process of its own while
+// the server takes writes, an export piped to a file and an import reading a
+// file as stdin; the refusals run the CLI in this process.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
@@ -19,6 +21,7 @@ import {
   useProcessCleanup,
   type CliResult,
 } from './helpers/server.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeEachStore } from './helpers/stores.js';
 
@@ -71,7 +74,7 @@ describe('backup and restore (SQLite)', () => {
     await stopGracefully(server);
 
     const restored = file('restored.db');
-    const rr = await runCli(['restore', '--from', backup, '--db', restored]);
+    const rr = await runCliInProcess(['restore', '--from', backup, '--db', restored]);
     assert.equal(rr.code, 0, rr.stderr);
     const again = await serveInProcess(serveArgs(restored));
     const names = new Set(await listAllNames(again.url, token));
@@ -90,13 +93,13 @@ describe('backup and restore (SQLite)', () => {
       200,
     );
     const backup = file('src.backup');
-    assert.equal((await runCli(['backup', '--db', db, '--out', backup])).code, 0);
+    assert.equal((await runCliInProcess(['backup', '--db', db, '--out', backup])).code, 0);
 
-    const exists = await runCli(['backup', '--db', db, '--out', backup]);
+    const exists = await runCliInProcess(['backup', '--db', db, '--out', backup]);
     assert.notEqual(exists.code, 0);
     assert.match(exists.stderr, /exists already/);
 
-    const inUse = await runCli(['restore', '--from', backup, '--db', db, '--force']);
+    const inUse = await runCliInProcess(['restore', '--from', backup, '--db', db, '--force']);
     assert.notEqual(inUse.code, 0);
     assert.match(inUse.stderr, /in use/);
     assert.equal(
@@ -105,26 +108,26 @@ describe('backup and restore (SQLite)', () => {
     );
     await stopGracefully(server);
 
-    const full = await runCli(['restore', '--from', backup, '--db', db]);
+    const full = await runCliInProcess(['restore', '--from', backup, '--db', db]);
     assert.notEqual(full.code, 0);
     assert.match(full.stderr, /--force/);
 
     const damaged = file('damaged.backup');
     const bytes = readFileSync(backup);
     writeFileSync(damaged, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const bad = await runCli(['restore', '--from', damaged, '--db', db, '--force']);
+    const bad = await runCliInProcess(['restore', '--from', damaged, '--db', db, '--force']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /damaged|not a SQLite database|malformed|cannot be read/);
     const garbage = file('garbage.backup');
     writeFileSync(garbage, 'not a database at all, just text'.repeat(200));
-    assert.notEqual((await runCli(['restore', '--from', garbage, '--db', db, '--force'])).code, 0);
+    assert.notEqual((await runCliInProcess(['restore', '--from', garbage, '--db', db, '--force'])).code, 0);
 
     // Refusals changed nothing: both plants are still there.
     let check = await serveInProcess(serveArgs(db));
     assert.deepEqual(await listAllNames(check.url, token), ['one', 'two']);
     await stopGracefully(check);
 
-    const forced = await runCli(['restore', '--from', backup, '--db', db, '--force']);
+    const forced = await runCliInProcess(['restore', '--from', backup, '--db', db, '--force']);
     assert.equal(forced.code, 0, forced.stderr);
     check = await serveInProcess(serveArgs(db));
     assert.deepEqual(await listAllNames(check.url, token), ['one']);
@@ -132,7 +135,13 @@ describe('backup and restore (SQLite)', () => {
   });
 
   it('points PostgreSQL users to pg_dump', async () => {
-    const r = await runCli(['backup', '--db', 'postgres://postgres@127.0.0.1:5432/postgres', '--out', file('x')]);
+    const r = await runCliInProcess([
+      'backup',
+      '--db',
+      'postgres://postgres@127.0.0.1:5432/postgres',
+      '--out',
+      file('x'),
+    ]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /pg_dump/);
   });
@@ -187,9 +196,14 @@ describeEachStore('export and import, from SQLite', (fx) => {
     const first = await runCliWithInput(['import', '--db', fx.db], dump);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stderr, /3 tokens and 5 plants were new/);
-    const second = await runCliWithInput(['import', '--db', fx.db], dump);
+    const second = await runCliInProcess(['import', '--db', fx.db], {}, text);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /0 tokens and 0 plants were new/);
+    // Exported again from where it was imported: the same tokens and plants.
+    const again = await runCliInProcess(['export', '--db', fx.db]);
+    assert.equal(again.code, 0, again.stderr);
+    const records = (dumpText: string) => dumpText.trim().split('\n').slice(1).sort();
+    assert.deepEqual(records(again.stdout), records(text));
 
     const target = await serveInProcess(serveArgs(fx.db));
     const page = await fetch(`${target.url}/plants`, { headers: { authorization: `Bearer ${alice}` } });
@@ -213,12 +227,12 @@ describeEachStore('export and import, from SQLite', (fx) => {
   it('refuses input that is not an export, naming the line', async () => {
     const bad = file('bad.ndjson');
     writeFileSync(bad, '{"type":"plant-store-export","version":1}\n{"type":"plant","owner":"x","id":1.5,"name":"n"}\n');
-    const r = await runCliWithInput(['import', '--db', fx.db], bad);
+    const r = await runCliInProcess(['import', '--db', fx.db], {}, readFileSync(bad, 'utf8'));
     assert.equal(r.code, 2);
     assert.match(r.stderr, /line 2: id must be an integer between/);
     const none = file('none.ndjson');
     writeFileSync(none, 'hello\n');
-    const r2 = await runCliWithInput(['import', '--db', fx.db], none);
+    const r2 = await runCliInProcess(['import', '--db', fx.db], {}, readFileSync(none, 'utf8'));
     assert.equal(r2.code, 2);
     assert.match(r2.stderr, /line 1/);
   });

@@ -8,7 +8,7 @@ import { buildApp } from '../src/app/app.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, expectError, getPage, listAll, newOwner } from './helpers/plants-http.js';
 import { query } from './helpers/pg.js';
-import { runCli } from './helpers/server.js';
+import { runCliInProcess as runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/stores.js';
 import { before, it } from './helpers/requirements.js';
 

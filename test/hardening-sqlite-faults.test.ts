@@ -26,7 +26,6 @@ import {
   delay,
   httpRequest,
   listAllNames,
-  runCli,
   serveArgs,
   startServer,
   stopGracefully,
@@ -35,6 +34,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 
 const IS_ROOT = process.getuid?.() === 0;
@@ -133,7 +133,7 @@ describe('SQLite store faults', () => {
     await stopGracefully(server);
     assert.match(server.stdout, /was deleted while the server was using it/, 'the cause is logged');
 
-    const again = await runCli(['serve', ...serveArgs(db)], {}, 10_000);
+    const again = await runCliInProcess(['serve', ...serveArgs(db)]);
     assert.equal(again.code, 1, `a restart must refuse:\n${again.stdout}${again.stderr}`);
     assert.match(
       again.stderr,
@@ -166,7 +166,7 @@ describe('SQLite store faults', () => {
     const d = newDir();
     const db = join(d, 'plants.db');
     writeFileSync(`${db}-wal`, '');
-    const r = await runCli(['migrate', '--db', db]);
+    const r = await runCliInProcess(['migrate', '--db', db]);
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /plants\.db-wal is still there/);
     assert.ok(!existsSync(db));

@@ -280,6 +280,28 @@ describeHttpLayer('HTTP errors', (fx) => {
       expectError(res, 415, /Content-Type/);
       await owner.assertUnchanged();
     });
+
+    it('a compressed body (Content-Encoding other than identity)', async () => {
+      for (const encoding of ['gzip', 'br', 'x-unknown']) {
+        const text = await rejectCreate('{"id":100,"name":"x"}', 415, /Content-Encoding/, {
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+        });
+        assert.match(text, new RegExp(`"${encoding}"`), 'the message names the encoding');
+      }
+      const identity = await createRaw(h, owner.token, '{"id":100,"name":"x"}', { 'content-encoding': 'Identity' });
+      assert.equal(identity.statusCode, 200, identity.body);
+      assert.equal((await deletePlant(h, owner.token, 100)).statusCode, 204);
+      await owner.assertUnchanged();
+    });
+  });
+
+  describe('414', () => {
+    it('a path segment longer than the router takes, answered before any lookup', async () => {
+      const res = await deletePlant(h, owner.token, '1'.repeat(201));
+      expectError(res, 414, /too long/);
+      await owner.assertUnchanged();
+    });
   });
 });
 

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from './helpers/requirements.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
-import { httpRequest, runCli, serveArgs, useProcessCleanup } from './helpers/server.js';
+import { runCliInProcess as runCli } from './helpers/cli.js';
+import { httpRequest, serveArgs, useProcessCleanup } from './helpers/server.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeHttpLayer } from './helpers/stores.js';
 

@@ -13,6 +13,7 @@ import {
   stopGracefully,
   useProcessCleanup,
 } from './helpers/server.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { query, serviceBackends } from './helpers/pg.js';
 import { PG_URL, describeOnStore } from './helpers/stores.js';
 
@@ -37,7 +38,7 @@ describeOnStore('postgres', 'PostgreSQL connections of serve --workers', (fx) =>
     assert.doesNotMatch(r.stdout, /listening/);
     assert.deepEqual(await serviceBackends(fx.db), []);
 
-    const one = await runCli(['serve', ...serveArgs(fx.db, '--pg-pool-size', String(max))]);
+    const one = await runCliInProcess(['serve', ...serveArgs(fx.db, '--pg-pool-size', String(max))]);
     assert.equal(one.code, 2, `${one.stdout}${one.stderr}`);
     assert.match(one.stderr, new RegExp(`--pg-pool-size ${max} PostgreSQL connections would not fit`));
   });

@@ -12,13 +12,13 @@ import {
   delay,
   httpRequest,
   listAllNames,
-  runCli,
   serveArgs,
   startServer,
   stopGracefully,
   type HttpResponse,
   type ServerProcess,
 } from './helpers/server.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { expectErrorBody, query } from './helpers/pg.js';
 import { PG_URL, describeOnStore } from './helpers/stores.js';
@@ -56,7 +56,7 @@ async function serverConnections(directDb: string): Promise<number[]> {
 describeOnStore('pgbouncer', 'PgBouncer in transaction pooling mode', (fx) => {
   it('refuses to start without --pg-pooler transaction, naming the setting', { timeout: TEST_TIMEOUT }, async () => {
     for (const args of [serveArgs(fx.db), ['token', 'create', '--owner', 'x', '--db', fx.db]]) {
-      const r = args[0] === 'token' ? await runCli(args) : await runCli(['serve', ...args]);
+      const r = await runCliInProcess(args[0] === 'token' ? args : ['serve', ...args]);
       assert.equal(r.code, 2, `plant-store ${args.join(' ')}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /refused the startup parameter "statement_timeout"/);
       assert.match(r.stderr, /--pg-pooler transaction \(PLANTS_PG_POOLER=transaction\)/);

@@ -1,7 +1,7 @@
 // The PlantStore / TokenStore contract, run against every store.
 import assert from 'node:assert/strict';
 import { before, it } from './helpers/requirements.js';
-import { hashToken, issueFirstToken, issueToken } from '../src/auth/tokens.js';
+import { hashToken, InvalidExpiryError, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
 import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';
 import { describeEachStore, describeOnStore, type StoreFixture } from './helpers/stores.js';
@@ -131,6 +131,10 @@ describeContract('store contract', (fx) => {
     { timeout: TIMEOUT },
     async () => {
       const before = (await store.tokens.list()).length;
+      // A lifetime no date can hold would be stored as no expiry at all: refused before anything is written.
+      for (const expiresInMs of [Infinity, NaN, 9e15])
+        await assert.rejects(issueToken(store.tokens, { owner: 'alice', expiresInMs }), InvalidExpiryError);
+      assert.equal((await store.tokens.list()).length, before);
       const a = await issueToken(store.tokens, { owner: 'alice', expiresInMs: 60_000 });
       const b = await issueToken(store.tokens, { owner: 'bob', scopes: ['plants:read'] });
       assert.equal((await store.tokens.list()).length, before + 2);

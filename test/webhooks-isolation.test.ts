@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { after, afterEach, before, it } from './helpers/requirements.js';
 import { runCliInProcess as runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/stores.js';
+import { TENFOLD_RETRIES, type RetryTiming } from './helpers/retry-timing.js';
 import { WebhookReceiver } from './helpers/webhook-receiver.js';
 import { DeliveryLoop } from '../src/outbox/delivery-loop.js';
 import { newSigningSecret, readOrCreateKeyFile } from '../src/outbox/secret-box.js';
@@ -72,7 +73,7 @@ describeEachStore('webhooks: isolation and caps', (fx) => {
     for (const e of await store.webhooks.list()) await store.webhooks.remove(e.id);
   });
 
-  function startLoop(opts: { timeoutMs?: number; maxPending?: number } = {}) {
+  function startLoop(opts: { timeoutMs?: number; maxPending?: number; timing?: RetryTiming } = {}) {
     const lines: { msg: string }[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -90,6 +91,7 @@ describeEachStore('webhooks: isolation and caps', (fx) => {
       log: pino({ level: 'info' }, sink),
       pollMs: 20,
       ...(opts.maxPending === undefined ? {} : { maxPending: opts.maxPending }),
+      ...(opts.timing === undefined ? {} : { retryDelayMs: (attempt: number) => opts.timing!.retryDelayMs(attempt) }),
     });
     loops.push(loop);
     loop.start();
@@ -165,11 +167,15 @@ describeEachStore('webhooks: isolation and caps', (fx) => {
     const port = await closedPort();
     await register(store, owner, `http://127.0.0.1:${port}/down`);
     for (let i = 1; i <= 50; i++) await store.plants.create(owner, { id: BigInt(i), name: `p${i}` });
-    const { lines } = startLoop();
-    // The first backoff is 3.75 to 5 s: watch for less than that.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const attempts = lines.filter((l) => l.msg.startsWith('webhook attempt failed')).length;
-    assert.equal(attempts, 1, `${attempts} attempts in 2 s`);
+    const timing = TENFOLD_RETRIES;
+    const { lines } = startLoop({ timing });
+    const attempts = () => lines.filter((l) => l.msg.startsWith('webhook attempt failed')).length;
+    const deadline = Date.now() + 10_000;
+    while (attempts() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // The next attempt may come only after the first backoff: watch for less than its shortest.
+    const watchMs = timing.retryDelayMs(1, () => 1)! - 75;
+    await new Promise((r) => setTimeout(r, watchMs));
+    assert.equal(attempts(), 1, `${attempts()} attempts within ${watchMs} ms of the first`);
     assert.equal((await store.webhooks.list())[0]!.pending, 50, 'the events still wait');
   });
 });

@@ -1,6 +1,7 @@
-// Webhooks across real server processes: kill -9 between the acknowledgement
-// of a write and the delivery of its event, two instances on one PostgreSQL,
-// and serve --workers 2 on one SQLite file.
+// Webhooks across server processes: kill -9 between the acknowledgement of a
+// write and the delivery of its event, two instances on one PostgreSQL (in this
+// process, each with its own delivery loop and pool), and serve --workers 2 on
+// one SQLite file.
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -108,25 +109,31 @@ describeEachStore('webhooks across processes', (fx) => {
       const secret = await addWebhook(fx.db, keyPath, owner, rx.url());
       // Before the kill nothing is answered: attempts are under way or waiting.
       rx.answer = () => 'hold';
-      const server = await startServer(webhookServeArgs(fx, keyPath));
+      // A short lease, so the events the killed process held go out again within seconds.
+      const leased = ['--webhook-lease-ms', '2000'];
+      const server = await startServer(webhookServeArgs(fx, keyPath, ...leased));
       const n = 40;
       const statuses = await Promise.all(Array.from({ length: n }, (_, i) => createPlant(server.url, token, idAt(i))));
       assert.deepEqual(new Set(statuses), new Set([200]), 'every create acknowledged');
       await rx.waitFor((all) => all.length > 0, 10_000, 'a delivery under way');
       server.kill('SIGKILL');
+      const killedAt = performance.now();
       assert.deepEqual(await server.waitExit(), { code: null, signal: 'SIGKILL' });
       assert.equal(rx.delivered().length, 0, 'nothing was delivered before the kill');
       const inFlight = rx.requests.map((r) => r.headers['webhook-id']!);
 
       rx.releaseHeld();
       rx.answer = () => ({ status: 200 });
-      const restarted = await serveInProcess(webhookServeArgs(fx, keyPath));
-      // Events claimed by the killed process wait for their lease to run out (a few seconds here).
+      const restarted = await serveInProcess(webhookServeArgs(fx, keyPath, ...leased));
+      // Events claimed by the killed process wait for their lease to run out (2 s here).
       await rx.waitFor(
         (all) => new Set(all.filter((r) => r.status === 200).map(plantIdOf)).size >= n,
         45_000,
         `all ${n} events after the restart`,
       );
+      // Without --webhook-lease-ms the lease would be 4 × (500 + 500) + 5000 ms.
+      const waited = performance.now() - killedAt;
+      assert.ok(waited < 9_000, `all delivered ${Math.round(waited)} ms after the kill, sooner than the default lease`);
       await stopGracefully(restarted);
       const delivered = rx.delivered();
       assert.deepEqual(
@@ -159,11 +166,12 @@ async function deliverWithoutDuplicates(
     const secrets = new Map<string, string>();
     for (const o of owners) secrets.set(`/${o}`, await addWebhook(fx.db, keyPath, o, rx.url(`/${o}`)));
     const started = await Promise.all(
-      servers.map((extra) =>
-        startServer(webhookServeArgs(fx, keyPath, '--log-level', 'info', ...extra), {
-          listeners: extra.includes('--workers') ? Number(extra[extra.indexOf('--workers') + 1]) : 1,
-        }),
-      ),
+      servers.map((extra) => {
+        const args = webhookServeArgs(fx, keyPath, '--log-level', 'info', ...extra);
+        // Workers are processes of their own; instances need not be.
+        if (!extra.includes('--workers')) return serveInProcess(args);
+        return startServer(args, { listeners: Number(extra[extra.indexOf('--workers') + 1]) });
+      }),
     );
     const perOwner = 60;
     const jobs: Promise<number>[] = [];
@@ -183,13 +191,16 @@ async function deliverWithoutDuplicates(
     assert.equal(new Set(ids).size, total, 'every event delivered');
     assert.equal(ids.length, total, 'and none twice');
     for (const r of delivered) new Webhook(secrets.get(r.path)!).verify(r.body, r.headers);
-    // Per process (the workers of serve --workers share their primary's stdout).
+    // Per server, or per worker (the workers of serve --workers share their primary's stdout).
     const deliveredBy = new Map<unknown, number>();
-    for (const s of started)
+    for (const [i, s] of started.entries())
       for (const l of s.logLines())
-        if (l.msg === 'webhook delivered') deliveredBy.set(l.pid, (deliveredBy.get(l.pid) ?? 0) + 1);
+        if (l.msg === 'webhook delivered') {
+          const by = s.pid === process.pid ? `instance ${i + 1}` : l.pid;
+          deliveredBy.set(by, (deliveredBy.get(by) ?? 0) + 1);
+        }
     t.diagnostic(
-      `${label} [${fx.kind}]: ${total} events delivered once each; deliveries per process: ${[...deliveredBy.values()].join(', ')}`,
+      `${label} [${fx.kind}]: ${total} events delivered once each; deliveries per server or worker: ${[...deliveredBy.values()].join(', ')}`,
     );
   } finally {
     await rx.stop();

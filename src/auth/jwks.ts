@@ -18,9 +18,11 @@ export interface JwksTiming {
   refreshMs: number;
   /** Longest wait for one HTTP answer. */
   timeoutMs: number;
+  /** The wait after a failed fetch before the next; it doubles with each failure in a row, up to 30 s. */
+  retryMs: number;
 }
 
-const DEFAULT_TIMING: JwksTiming = { cooldownMs: 10_000, refreshMs: 5 * 60_000, timeoutMs: 5_000 };
+const DEFAULT_TIMING: JwksTiming = { cooldownMs: 10_000, refreshMs: 5 * 60_000, timeoutMs: 5_000, retryMs: 1000 };
 
 /** Largest key set or discovery document read; real ones are a few KiB. */
 export const MAX_JWKS_BYTES = 512 * 1024;
@@ -71,7 +73,7 @@ const cappedJwksFetch = async (url: string, options: RequestInit): Promise<Respo
   return new Response(text, { status: response.status, headers: response.headers });
 };
 
-// After a failed fetch the background retry waits 1 s, 2 s, 4 s, ... up to this.
+// After a failed fetch the background retry waits 1 s, 2 s, 4 s, ... (retryMs, doubling) up to this.
 const MAX_RETRY_MS = 30_000;
 
 /** What /readyz reports about the key set. */
@@ -115,7 +117,7 @@ export class JwksKeys {
   #failedSince: number | undefined;
   #inflight: Promise<boolean> | undefined;
   #timer: NodeJS.Timeout | undefined;
-  #retryMs = 1000;
+  #retryMs: number;
   #closed = false;
   /** Called after a refresh dropped keys: whatever was verified with them must be forgotten. */
   onKeysRemoved: () => void = () => {};
@@ -124,6 +126,7 @@ export class JwksKeys {
     this.#source = source;
     this.#log = log;
     this.#timing = { ...DEFAULT_TIMING, ...timing };
+    this.#retryMs = this.#timing.retryMs;
   }
 
   /** Starts fetching in the background; the server does not wait for the issuer. */
@@ -212,7 +215,7 @@ export class JwksKeys {
     this.#fetchedAt = Date.now();
     this.#kids = kids;
     this.#keyCount = keys.length;
-    this.#retryMs = 1000;
+    this.#retryMs = this.#timing.retryMs;
     if (first || added.length || removed.length || this.#failedSince !== undefined) {
       this.#log.info({ jwks: { why, keys: keys.length, added, removed } }, 'JWT signing keys fetched');
     }

@@ -46,13 +46,20 @@ export class JwtVerifier {
   #purgedAt = 0;
 
   constructor(
-    config: Pick<Config, 'jwksUrl' | 'oidcIssuer' | 'jwtIssuer' | 'jwtAudience' | 'jwtOwnerClaim' | 'jwksCooldownMs'>,
+    config: Pick<
+      Config,
+      'jwksUrl' | 'oidcIssuer' | 'jwtIssuer' | 'jwtAudience' | 'jwtOwnerClaim' | 'jwksCooldownMs' | 'jwksRetryMs'
+    >,
     log: FastifyBaseLogger,
     options: JwtOptions = {},
   ) {
     const source = jwtKeySource(config);
     if (source === undefined) throw new Error('JwtVerifier needs a JWKS URL or an OIDC issuer');
-    this.keys = new JwksKeys(source, log, { cooldownMs: config.jwksCooldownMs, ...options.timing });
+    this.keys = new JwksKeys(source, log, {
+      cooldownMs: config.jwksCooldownMs,
+      retryMs: config.jwksRetryMs,
+      ...options.timing,
+    });
     this.keys.onKeysRemoved = () => this.#verified.clear();
     this.#options = {
       issuer: config.jwtIssuer!,

@@ -105,6 +105,7 @@ function deliveryLoop(config: Readonly<Config>, store: Store, app: FastifyInstan
     keyPath: webhookKeyPath(config),
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhookTimeoutMs,
+    leaseMs: config.webhookLeaseMs,
     maxPending: config.webhooksMaxPending,
     log: app.log,
   });

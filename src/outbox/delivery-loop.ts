@@ -19,6 +19,13 @@ export interface DeliveryLoopOptions {
   pollMs?: number;
   /** Past this many events waiting for one endpoint, it is disabled (config.ts webhooksMaxPending). */
   maxPending?: number;
+  /** How long a claim holds its events (config.ts webhookLeaseMs); unset: long enough to try each in turn. */
+  leaseMs?: number | undefined;
+  /**
+   * The wait after a failed attempt (retry-schedule.ts); the delivery tests
+   * pass a shorter schedule so their retries come within a second.
+   */
+  retryDelayMs?: (attempt: number) => number | undefined;
 }
 
 // A claim takes at most this many events of one endpoint; the events of one
@@ -47,7 +54,7 @@ const ERROR_REPORT_MS = 30_000;
  * claimed again when the lease runs out (at-least-once).
  */
 export class DeliveryLoop {
-  readonly #o: Required<DeliveryLoopOptions>;
+  readonly #o: Required<Omit<DeliveryLoopOptions, 'leaseMs'>>;
   readonly #leaseMs: number;
   readonly #busy = new Map<string, { owner: string; chain: Promise<void> }>();
   readonly #stop = new AbortController();
@@ -59,10 +66,17 @@ export class DeliveryLoop {
   #wake: (() => void) | undefined;
 
   constructor(options: DeliveryLoopOptions) {
-    this.#o = { pollMs: 250, maxPending: Number(SETTINGS['webhooks-max-pending'].default), ...options };
-    // Long enough for every event of one claim to be tried in turn, each to
-    // its time limit: the lease never runs out under a live process.
-    this.#leaseMs = PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
+    this.#o = {
+      pollMs: 250,
+      maxPending: Number(SETTINGS['webhooks-max-pending'].default),
+      retryDelayMs,
+      ...options,
+    };
+    // By default long enough for every event of one claim to be tried in
+    // turn, each to its time limit: the lease never runs out under a live
+    // process. A shorter one sends the events of a dead process sooner; those
+    // of a claim that would be tried past it are released untried.
+    this.#leaseMs = options.leaseMs ?? PER_ENDPOINT * (this.#o.timeoutMs + 500) + 5_000;
   }
 
   start(): void {
@@ -256,7 +270,7 @@ export class DeliveryLoop {
         }
         return 'endpoint-disabled';
       case 'failed': {
-        const backoff = retryDelayMs(d.attempt);
+        const backoff = this.#o.retryDelayMs(d.attempt);
         const status = result.status;
         const asked = retryAfterMs(result.retryAfter);
         // No answer, or one that says the receiver is down or overloaded:
@@ -265,7 +279,12 @@ export class DeliveryLoop {
         // which is retried on its own schedule while the others go on.
         const down = status === undefined || ENDPOINT_DOWN.has(status);
         const next = down
-          ? { endpointDelayMs: Math.max(retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!, asked ?? 0) }
+          ? {
+              endpointDelayMs: Math.max(
+                this.#o.retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!,
+                asked ?? 0,
+              ),
+            }
           : ('ok' as const);
         if (backoff === undefined) {
           webhookDeliveries.inc({ outcome: 'dropped' });

@@ -1,8 +1,8 @@
 // The webhook delivery suite: delivery from the transactional outbox, where a
 // real delivery loop sends to a real receiver on 127.0.0.1 and every request is
-// checked with the standardwebhooks library. It waits on the real retry
-// schedule; test/webhooks.test.ts runs it on SQLite, and
-// test/slow/webhooks-postgres.test.ts on PostgreSQL.
+// checked with the standardwebhooks library. test/webhooks.test.ts runs it on
+// SQLite with the retry schedule shortened tenfold; test/slow/webhooks-postgres.test.ts
+// on PostgreSQL with the real schedule, its retries seconds apart.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { newSigningSecret, readOrCreateKeyFile } from '../../src/outbox/secret-b
 import type { Store, WebhookEventType } from '../../src/store/store.js';
 import { useApp, type AppHarness } from './app.js';
 import { createOk, createRaw, deletePlant, newOwner } from './plants-http.js';
+import type { RetryTiming } from './retry-timing.js';
 import type { StoreFixture } from './stores.js';
 import { WebhookReceiver, type ReceivedRequest } from './webhook-receiver.js';
 
@@ -55,7 +56,11 @@ interface LogLine {
 }
 
 /** A delivery loop on the suite's store, with its log lines kept for the test. */
-function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: number; keyPath?: string } = {}) {
+function startLoop(
+  store: Store,
+  timing: RetryTiming,
+  opts: { allowPrivate?: boolean; timeoutMs?: number; keyPath?: string } = {},
+) {
   const lines: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -71,6 +76,7 @@ function startLoop(store: Store, opts: { allowPrivate?: boolean; timeoutMs?: num
     timeoutMs: opts.timeoutMs ?? 2000,
     log: pino({ level: 'info' }, sink),
     pollMs: 50,
+    retryDelayMs: (attempt) => timing.retryDelayMs(attempt),
   });
   loop.start();
   return { loop, lines };
@@ -117,8 +123,8 @@ const byId = (requests: ReceivedRequest[]) => {
   return map;
 };
 
-/** The suite's tests, on the store of `fx`. */
-export function webhookDeliverySuite(fx: StoreFixture): void {
+/** The suite's tests, on the store of `fx`, with delivery loops retrying on `timing`'s schedule. */
+export function webhookDeliverySuite(fx: StoreFixture, timing: RetryTiming): void {
   const h: AppHarness = useApp(fx);
   const receivers: WebhookReceiver[] = [];
   const loops: DeliveryLoop[] = [];
@@ -127,8 +133,8 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
     receivers.push(r);
     return r;
   };
-  const loopOn = (opts: Parameters<typeof startLoop>[1] = {}) => {
-    const started = startLoop(h.store, opts);
+  const loopOn = (opts: Parameters<typeof startLoop>[2] = {}) => {
+    const started = startLoop(h.store, timing, opts);
     loops.push(started.loop);
     return started;
   };
@@ -139,8 +145,10 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
     for (const { store, id } of registered.splice(0)) await store.webhooks.remove(id);
   });
 
+  // The first retry's bounds on this schedule (5 s at most on the real one).
+  const firstRetry = { min: timing.retryDelayMs(1, () => 1)!, max: timing.retryDelayMs(1, () => 0)! };
   it(
-    'signed events for creates and deletes: each first attempt fails, the retry within 5 s delivers the same event; ids exact past 2^53',
+    'signed events for creates and deletes: each first attempt fails, the first retry of the schedule delivers the same event; ids exact past 2^53',
     LIMIT,
     async () => {
       const rx = await receiver();
@@ -185,7 +193,10 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
         assert.equal(second!.body, first!.body, 'every attempt carries the same body');
         assert.equal(first!.path, '/hook', "the owner's own endpoint only");
         const gap = second!.at - first!.at;
-        assert.ok(gap <= 5_000 + 500, `first retry within 5 s (took ${Math.round(gap)} ms)`);
+        assert.ok(
+          gap >= firstRetry.min - 50 && gap <= firstRetry.max + 500,
+          `first retry ${firstRetry.min} to ${firstRetry.max} ms after the first attempt (took ${Math.round(gap)} ms)`,
+        );
         const body = verified(first!, secret);
         verified(second!, secret);
         assert.ok(Date.parse(body.timestamp) >= started.getTime() - 1000, `timestamp ${body.timestamp}`);
@@ -245,8 +256,11 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
   });
 
   it('Retry-After is honoured: the next attempt waits at least as long as asked', LIMIT, async () => {
+    const asked = timing.retryAfterS * 1000;
+    assert.ok(asked > firstRetry.max, 'Retry-After asks for longer than the backoff would wait');
     const rx = await receiver();
-    rx.answer = (r) => (r.attempt === 1 ? { status: 503, headers: { 'retry-after': '7' } } : { status: 200 });
+    rx.answer = (r) =>
+      r.attempt === 1 ? { status: 503, headers: { 'retry-after': String(timing.retryAfterS) } } : { status: 200 };
     const owner = newOwner('later');
     await register(h.store, owner, rx.url());
     loopOn();
@@ -254,8 +268,8 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
     await rx.waitFor((all) => all.some((r) => r.status === 200), 20_000, 'the delivery after Retry-After');
     const [first, second] = rx.requests;
     const gap = second!.at - first!.at;
-    assert.ok(gap >= 7_000 - 50, `retried after ${Math.round(gap)} ms, Retry-After asked 7000`);
-    assert.ok(gap < 9_000, `and not much later: ${Math.round(gap)} ms`);
+    assert.ok(gap >= asked - 50, `retried after ${Math.round(gap)} ms, Retry-After asked ${asked}`);
+    assert.ok(gap < asked + 2_000, `and not much later: ${Math.round(gap)} ms`);
   });
 
   it(
@@ -301,7 +315,7 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
     await register(h.store, owner, rx.url('/redirect'), ['plant.created']);
     const slow = newOwner('slow');
     await register(h.store, slow, rx.url('/slow'), ['plant.created']);
-    const { lines } = loopOn({ timeoutMs: 1000 });
+    const { lines } = loopOn({ timeoutMs: 500 });
     await createOk(h, await h.token(owner), 1, 'Moved');
     await createOk(h, await h.token(slow), 1, 'Held');
     await rx.waitFor(
@@ -314,7 +328,7 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
     assert.equal(target.requests.length, 0, 'the redirect was not followed');
     const failures = lines.filter((l) => l.msg === 'webhook attempt failed; will retry').map((l) => l.webhook!);
     assert.ok(failures.some((w) => w.status === 307 && /redirects are not followed/.test(String(w.error))));
-    assert.ok(failures.some((w) => /no answer within 1000 ms/.test(String(w.error))));
+    assert.ok(failures.some((w) => /no answer within 500 ms/.test(String(w.error))));
     const held = rx.requests.filter((r) => r.path === '/slow');
     assert.equal(held[1]!.headers['webhook-id'], held[0]!.headers['webhook-id'], 'the retry is the same event');
   });
@@ -346,9 +360,9 @@ export function webhookDeliverySuite(fx: StoreFixture): void {
       const owner = newOwner('key');
       const { id } = await register(h.store, owner, rx.url());
       await createOk(h, await h.token(owner), 1, 'Locked');
-      const missing = startLoop(h.store, { keyPath: join(dir, 'absent.key') });
+      const missing = startLoop(h.store, timing, { keyPath: join(dir, 'absent.key') });
       readOrCreateKeyFile(join(dir, 'other.key'));
-      const other = startLoop(h.store, { keyPath: join(dir, 'other.key') });
+      const other = startLoop(h.store, timing, { keyPath: join(dir, 'other.key') });
       loops.push(missing.loop, other.loop);
       const deadline = Date.now() + 5_000;
       const said = (lines: LogLine[], what: RegExp) =>

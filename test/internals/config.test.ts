@@ -51,6 +51,47 @@ describe('loadConfig', () => {
     );
   });
 
+  it('says what a valid value is, for every kind of setting', () => {
+    assert.match(refused({ host: '' }), /^--host must be not empty, got ""$/);
+    assert.match(
+      refused({ 'redis-key-prefix': 'p'.repeat(201) }),
+      /^--redis-key-prefix must be at most 200 characters/,
+    );
+    assert.match(
+      refused({ 'admin-port': '70000' }),
+      /^--admin-port must be a whole number from 0 to 65535, or off, got 70000$/,
+    );
+    assert.match(
+      refused({ 'rate-limit': '2000000000/1m' }),
+      /^--rate-limit must be N\/1s, N\/1m or N\/1h, or off, got \{"max":2000000000,"windowMs":60000\}$/,
+    );
+    assert.match(
+      refused({}, { PLANTS_WEBHOOK_TIMEOUT_MS: '50' }),
+      /^PLANTS_WEBHOOK_TIMEOUT_MS must be a whole number from 100 to 120000/,
+    );
+    // Not a setting of its own (set by tests): named as a flag all the same.
+    assert.throws(
+      () => loadConfig({}, {}, { jwksCooldownMs: 60_000 }),
+      /^ConfigError: --jwks-cooldown-ms must be a whole number from 0 to 30000, got 60000$/,
+    );
+  });
+
+  it('webhook-lease-ms: unset by default; when set, room for an attempt and the record of its outcome', () => {
+    assert.equal(loadConfig({}, {}).webhookLeaseMs, undefined);
+    assert.equal(loadConfig({}, { PLANTS_WEBHOOK_LEASE_MS: '' }).webhookLeaseMs, undefined);
+    assert.equal(loadConfig({ 'webhook-lease-ms': '11000' }, {}).webhookLeaseMs, 11_000);
+    assert.equal(loadConfig({ 'webhook-lease-ms': '1500', 'webhook-timeout-ms': '500' }, {}).webhookLeaseMs, 1500);
+    assert.match(
+      refused({ 'webhook-lease-ms': '10999' }),
+      /^--webhook-lease-ms \(10999\) must be at least --webhook-timeout-ms \+ 1000 \(11000\)/,
+    );
+    assert.match(
+      refused({ 'webhook-timeout-ms': '2000' }, { PLANTS_WEBHOOK_LEASE_MS: '2500' }),
+      /^PLANTS_WEBHOOK_LEASE_MS \(2500\) must be at least --webhook-timeout-ms \+ 1000 \(3000\)/,
+    );
+    assert.match(refused({ 'webhook-lease-ms': '1000' }), /--webhook-lease-ms must be a whole number from 1100/);
+  });
+
   it('access-log: off by default, on from the bare flag or true/1 in the environment', () => {
     assert.equal(loadConfig({}, {}).accessLog, false);
     assert.equal(loadConfig({ 'access-log': 'true' }, {}).accessLog, true);
