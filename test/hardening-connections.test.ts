@@ -179,6 +179,30 @@ describe('connection timeouts, deadline and cap', () => {
     }
   });
 
+  it('shuts down at once past connections that never sent a byte, however long the head timeout', async () => {
+    const server = await serveInProcess(serveArgs(newDb(), '--headers-timeout-ms', '20000'));
+    // As a browser or an HTTP client's pool opens them ahead of need.
+    const silent = net.connect(server.port, '127.0.0.1');
+    silent.on('error', () => {});
+    await new Promise((resolve) => silent.once('connect', resolve));
+    const closedBy = new Promise<'server'>((resolve) => silent.once('close', () => resolve('server')));
+    try {
+      await delay(100);
+      const started = performance.now();
+      const stopped = stopGracefully(server);
+      assert.equal(
+        await Promise.race([closedBy, delay(5000).then(() => 'still open after 5 s')]),
+        'server',
+        'the server closed the connection that sent nothing',
+      );
+      await stopped;
+      // Before, the stop waited out the 20 s head timeout.
+      assert.ok(performance.now() - started < 10_000);
+    } finally {
+      silent.destroy();
+    }
+  });
+
   it('refuses a head timeout longer than the request timeout, naming both settings', async () => {
     await assert.rejects(
       serveInProcess(serveArgs(newDb(), '--headers-timeout-ms', '5000', '--request-timeout-ms', '4000'), {

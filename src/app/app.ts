@@ -106,7 +106,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
         'give it in DATABASE_URL or --db-file (PGPASSWORD and PGPASSFILE work too), and PLANTS_REDIS_URL or --redis-url-file',
     );
   }
-  guardConnections(app.server, config, app.log);
+  const connections = guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
@@ -120,8 +120,14 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   app.addHook('preClose', (done) => {
     closing = true;
     // Keep-alive connections would otherwise hold the server open: close each
-    // one as soon as its in-flight request has been answered.
-    const reap = setInterval(() => app.server.closeIdleConnections(), 50);
+    // one as soon as its in-flight request has been answered, and those that
+    // never sent one at once.
+    const reapNow = () => {
+      app.server.closeIdleConnections();
+      connections.closeUnused();
+    };
+    reapNow();
+    const reap = setInterval(reapNow, 50);
     app.server.once('close', () => clearInterval(reap));
     done();
   });

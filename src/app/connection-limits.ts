@@ -56,7 +56,18 @@ const LIMIT_LOG_EVERY_MS = 10_000;
  * timeout ago is answered 503 if nothing was sent yet, and its connection
  * is closed.
  */
-export function guardConnections(server: Server, limits: ConnectionLimits, log: FastifyBaseLogger): void {
+/** What guardConnections gives back: for shutting down. */
+export interface GuardedConnections {
+  /**
+   * Closes the connections that have not sent a byte. Node's
+   * closeIdleConnections leaves them open until the headers timeout, so
+   * connections a browser or an HTTP client opened ahead of need would hold
+   * a shutdown for that long; with nothing received, no request is lost.
+   */
+  closeUnused(): void;
+}
+
+export function guardConnections(server: Server, limits: ConnectionLimits, log: FastifyBaseLogger): GuardedConnections {
   if (limits.maxConnections > 0) {
     server.maxConnections = limits.maxConnections;
     let refused = 0;
@@ -102,6 +113,11 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
     clearInterval(timer);
     timer = undefined;
   });
+  return {
+    closeUnused() {
+      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    },
+  };
 }
 
 function cut(res: ServerResponse, socket: Socket, timeoutMs: number): void {
