@@ -49,13 +49,15 @@ find_tool() {
 # Runs a command in the background as the cluster's user, in its own session
 # (so kill -9 of a node's process group takes its PostgreSQL with it), and
 # records its PID in DIR/NAME.pid. setpriv execs, so the PID is the program's.
+# It runs in DIR: the caller's folder may be closed to the postgres user, and
+# Patroni's helper processes fail to start in a folder they cannot enter.
 launch() {
   local name=$1
   shift
   if [ "$(id -u)" -eq 0 ]; then
-    setsid setpriv --reuid=postgres --regid=postgres --init-groups "$@" >>"$DIR/$name.log" 2>&1 </dev/null &
+    (cd "$DIR" && exec setsid setpriv --reuid=postgres --regid=postgres --init-groups "$@") >>"$DIR/$name.log" 2>&1 </dev/null &
   else
-    setsid "$@" >>"$DIR/$name.log" 2>&1 </dev/null &
+    (cd "$DIR" && exec setsid "$@") >>"$DIR/$name.log" 2>&1 </dev/null &
   fi
   echo $! >"$DIR/$name.pid"
 }
@@ -116,6 +118,8 @@ start() {
       die "the postgres user cannot write to $DIR (is a parent directory private to root?)"
   fi
   chmod 700 "$DIR"
+  # A start that fails stops what it started, so nothing is left running.
+  trap 'stop >/dev/null 2>&1' EXIT
 
   launch etcd "$etcd" --name plant-store-etcd --data-dir "$DIR/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
@@ -156,6 +160,7 @@ start() {
     done
     echo "PATRONICTL=patronictl -c $DIR/node1/patroni.yml"
   } >"$DIR/cluster.env"
+  trap - EXIT
   cat "$DIR/cluster.env"
 }
 
