@@ -185,6 +185,7 @@ export class JwksKeys {
     this.#lastAttempt = Date.now();
     clearTimeout(this.#timer);
     let ok = false;
+    let nextInMs = this.#timing.refreshMs;
     try {
       this.#remote ??= createRemoteJWKSet(await this.#jwksUrl(), {
         timeoutDuration: this.#timing.timeoutMs,
@@ -197,10 +198,10 @@ export class JwksKeys {
       this.#loaded(why);
       ok = true;
     } catch (error) {
-      this.#failed(why, error);
+      nextInMs = this.#failed(why, error);
     }
     if (!this.#closed) {
-      this.#timer = setTimeout(() => void this.#refresh('scheduled'), ok ? this.#timing.refreshMs : this.#retryMs);
+      this.#timer = setTimeout(() => void this.#refresh('scheduled'), nextInMs);
       this.#timer.unref();
     }
     return ok;
@@ -223,7 +224,8 @@ export class JwksKeys {
     if (removed.length) this.onKeysRemoved();
   }
 
-  #failed(why: string, error: unknown): void {
+  /** Logs a failed fetch; resolves to how long to wait before the next try, as the log line says. */
+  #failed(why: string, error: unknown): number {
     this.#failedSince ??= Date.now();
     const retryInMs = this.#retryMs;
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
@@ -234,6 +236,7 @@ export class JwksKeys {
         ? 'fetching the JWT signing keys failed; the keys fetched before stay in use'
         : 'fetching the JWT signing keys failed; JWTs are refused until it succeeds',
     );
+    return retryInMs;
   }
 
   /** The JWKS URL: configured, or discovered once from the issuer's OpenID configuration. */
