@@ -6,7 +6,9 @@
 // owner only.
 import assert from 'node:assert/strict';
 import { before, it } from './helpers/requirements.js';
+import pg from 'pg';
 import { query } from './helpers/pg.js';
+import { CREATE_BATCH } from '../src/store/postgres/insert-batcher.postgres.js';
 import type { PlantPage, Store } from '../src/store/store.js';
 import { describeEachStore } from './helpers/stores.js';
 
@@ -38,6 +40,36 @@ describeEachStore(
       const b2 = (await p.list('b2', 10)).plants.map((x) => x.name);
       assert.deepEqual(b2.slice(0, 2), ['other owner', 'same twice']);
       assert.equal(b2[2], outcomes[6] === 'created' ? 'rival a' : 'rival b');
+    });
+
+    it('reads a replayed create through the index, even in a plan made while the table was empty', async () => {
+      // The driver prepares the statement once per connection, and PostgreSQL
+      // may keep a generic plan made before it has analyzed the table (a new
+      // deployment). The plan must not scan every plant per batch.
+      const client = new pg.Client({ connectionString: direct(), application_name: 'plant-store-tests' });
+      await client.connect();
+      const batch = `'{o,o}', '{1,2}', '{a,b}', '{NULL,NULL}'`;
+      try {
+        await client.query('BEGIN');
+        await client.query('CREATE SCHEMA plan_check');
+        await client.query('CREATE TABLE plan_check.plants (LIKE public.plants INCLUDING ALL)');
+        await client.query('SET LOCAL search_path = plan_check, public');
+        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+        await client.query(`PREPARE create_batch (text[], int8[], text[], text[]) AS ${CREATE_BATCH.text}`);
+        await client.query(`EXECUTE create_batch (${batch})`);
+        await client.query(
+          "INSERT INTO plan_check.plants (owner, id, name) SELECT 'o', g, 'p' FROM generate_series(3, 100000) g",
+        );
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+          `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE create_batch (${batch})`,
+        );
+        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        assert.match(plan, /Index Scan using plants_pkey on plants/, plan);
+        assert.doesNotMatch(plan, /Seq Scan on plants/, plan);
+      } finally {
+        await client.query('ROLLBACK').catch(() => {});
+        await client.end();
+      }
     });
 
     it('fails only the create whose statement fails, not the others of its batch', async () => {

@@ -24,8 +24,12 @@ type BatchRow = [n: number, created: boolean, name: string | null, tag: string |
 // order), each with its webhook events. Each create gets back its own
 // outcome: inserted now, or the row that was there already (read under the
 // statement's snapshot, which does not include the rows the statement
-// inserts itself).
-const CREATE_BATCH = {
+// inserts itself). That row is read per create through the (owner, id)
+// index: as a LATERAL subquery with a LIMIT, which the planner cannot turn
+// into a join. As a join, the plan prepared while the table was small (a new
+// deployment, before PostgreSQL has analyzed it) hashes the batch and scans
+// the whole table per batch, and keeps doing so as the table grows.
+export const CREATE_BATCH = {
   name: 'plants_create_batch',
   text: `WITH input AS (
       SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) WITH ORDINALITY AS i(owner, id, name, tag, n)
@@ -40,7 +44,8 @@ const CREATE_BATCH = {
     )
     SELECT i.n::int4, true, NULL::text, NULL::text FROM inserted JOIN input i USING (owner, id)
     UNION ALL
-    SELECT i.n::int4, false, p.name, p.tag FROM input i JOIN plants p USING (owner, id)`,
+    SELECT i.n::int4, false, p.name, p.tag FROM input i
+      CROSS JOIN LATERAL (SELECT name, tag FROM plants WHERE owner = i.owner AND id = i.id LIMIT 1) p`,
   rowMode: 'array',
 } as const;
 
