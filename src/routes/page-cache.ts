@@ -74,11 +74,22 @@ export class ListPages {
     this.#changeEpoch = cacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
   }
 
-  async page(owner: string, limit: number, cursor: string | undefined): Promise<ListedPage> {
+  /** A page reused from memory comes back as it is, without a promise: most list requests are answered so. */
+  page(owner: string, limit: number, cursor: string | undefined): ListedPage | Promise<ListedPage> {
     const version = this.#changeEpoch?.(owner);
     const key = version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
     const hit = key === undefined ? undefined : this.#cache.get(key, version!);
     if (hit !== undefined) return hit;
+    return this.#read(owner, limit, cursor, key, version);
+  }
+
+  async #read(
+    owner: string,
+    limit: number,
+    cursor: string | undefined,
+    key: string | undefined,
+    version: ChangeVersion | undefined,
+  ): Promise<ListedPage> {
     // Read now: the store updates the version in place.
     const read = version?.appended ?? 0;
     const page = await this.plants.page(owner, limit, cursor);

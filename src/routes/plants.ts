@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errors } from '../http/errors.js';
 import type { Authenticate } from '../auth/bearer.js';
 import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
-import { ListPages } from './page-cache.js';
+import { ListPages, type ListedPage } from './page-cache.js';
 
 export interface PlantRoutesOptions {
   plants: PlantStore;
@@ -20,6 +20,11 @@ export interface PlantRoutesOptions {
 }
 
 const security = [{ bearerAuth: [] }];
+
+function sendPage(reply: FastifyReply, page: ListedPage): FastifyReply {
+  if (page.link !== undefined) void reply.header('link', page.link);
+  return reply.type('application/json; charset=utf-8').send(page.body);
+}
 const authErrors = [401, 403, 500, 503];
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
@@ -83,12 +88,11 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
       // The store writes the body as the 200 schema above would.
-      const page = await pages.page(request.principal.owner, limit, request.query.cursor);
-      if (page.link !== undefined) void reply.header('link', page.link);
-      return reply.type('application/json; charset=utf-8').send(page.body);
+      const page = pages.page(request.principal.owner, limit, request.query.cursor);
+      return page instanceof Promise ? page.then((p) => sendPage(reply, p)) : sendPage(reply, page);
     },
   );
 
