@@ -6,6 +6,14 @@ export interface BatcherOptions<T> {
   /** An item's share of maxWeight (rows a list page may return); a batch always takes at least one item. */
   weight?: (item: T) => number;
   maxWeight?: number;
+  /**
+   * Items of one key never run in two batches at once: a write takes its
+   * owner's lock, so a second batch for the same owner would only wait for
+   * the first one's commit, holding a connection, while the items that arrive
+   * meanwhile split into ever smaller batches. Waiting here instead, they
+   * leave together when the first batch ends: one larger batch, one commit.
+   */
+  key?: (item: T) => string;
 }
 
 /**
@@ -18,9 +26,11 @@ export interface BatcherOptions<T> {
  * At low load a batch holds one item and waits for nothing.
  */
 export class Batcher<T> {
-  readonly #queue: T[] = [];
+  #queue: T[] = [];
   #inFlight = 0;
   #scheduled = false;
+  /** The keys of the batches running now (options.key). */
+  readonly #busy = new Set<string>();
 
   /** `run` settles every item of its batch itself and never rejects. */
   constructor(
@@ -42,29 +52,51 @@ export class Batcher<T> {
   readonly #flush = (): void => {
     this.#scheduled = false;
     while (this.#inFlight < this.options.maxInFlight && this.#queue.length > 0) {
+      const batch = this.#take();
+      if (batch.length === 0) return; // every queued item waits for a batch of its key
+      const keys = this.#claim(batch);
       this.#inFlight++;
-      this.run(this.#take()).then(this.#done, this.#done);
+      const done = () => {
+        for (const k of keys) this.#busy.delete(k);
+        this.#inFlight--;
+        this.#schedule();
+      };
+      this.run(batch).then(done, done);
     }
-  };
-
-  readonly #done = (): void => {
-    this.#inFlight--;
-    this.#schedule();
   };
 
   #take(): T[] {
-    const { maxItems, weight, maxWeight = Infinity } = this.options;
-    let n = Math.min(maxItems, this.#queue.length);
-    if (weight) {
-      let total = weight(this.#queue[0]!);
-      for (let i = 1; i < n; i++) {
-        total += weight(this.#queue[i]!);
-        if (total > maxWeight) {
-          n = i;
-          break;
+    const { maxItems, weight, maxWeight = Infinity, key } = this.options;
+    if (key === undefined) {
+      let n = Math.min(maxItems, this.#queue.length);
+      if (weight) {
+        let total = weight(this.#queue[0]!);
+        for (let i = 1; i < n; i++) {
+          total += weight(this.#queue[i]!);
+          if (total > maxWeight) {
+            n = i;
+            break;
+          }
         }
       }
+      return this.#queue.splice(0, n);
     }
-    return this.#queue.splice(0, n);
+    // In arrival order, skipping the items whose key has a batch running.
+    const batch: T[] = [];
+    const rest: T[] = [];
+    for (const item of this.#queue) {
+      if (batch.length < maxItems && !this.#busy.has(key(item))) batch.push(item);
+      else rest.push(item);
+    }
+    this.#queue = rest;
+    return batch;
+  }
+
+  #claim(batch: T[]): string[] {
+    const { key } = this.options;
+    if (key === undefined) return [];
+    const keys = [...new Set(batch.map(key))];
+    for (const k of keys) this.#busy.add(k);
+    return keys;
   }
 }

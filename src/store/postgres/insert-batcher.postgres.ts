@@ -106,6 +106,7 @@ export class InsertBatcher {
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
       maxInFlight: Math.min(WRITE_BATCHES_IN_FLIGHT, pool.options.max),
+      key: (item) => item.owner,
     });
   }
 
