@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair } from 'jose';
 import { pino } from 'pino';
 import { JwksKeys } from '../src/auth/jwks.js';
-import { eventually } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 import { after, before, describe, it } from './helpers/requirements.js';
 
 type Mode = 'ok' | 'huge' | 'endless' | 'many-keys' | 'huge-discovery';
@@ -73,7 +73,7 @@ describe('JWKS size and key count caps', () => {
     );
     const keys = new JwksKeys(source, log, { cooldownMs: 0, refreshMs: 60_000 });
     keys.start();
-    await eventually(async () => lines.length > 0, 10_000, 20);
+    await eventually(async () => lines.length > 0, 10_000, { stepMs: 20 });
     keys.close();
     return { keys, lines };
   }

@@ -23,7 +23,6 @@ import Database from 'better-sqlite3';
 import { expectErrorBody } from './helpers/pg.js';
 import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
 import {
-  delay,
   httpRequest,
   listAllNames,
   serveArgs,
@@ -35,6 +34,7 @@ import {
   type ServerProcess,
 } from './helpers/server.js';
 import { runCliInProcess } from './helpers/cli.js';
+import { eventually } from './helpers/eventually.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 
 const IS_ROOT = process.getuid?.() === 0;
@@ -77,14 +77,6 @@ function letNobodyReachTheCode(): () => void {
   return () => {
     for (const [d, mode] of changed.reverse()) chmodSync(d, mode);
   };
-}
-
-async function eventually(what: string, ms: number, attempt: () => Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await attempt())) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${ms} ms waiting until ${what}`);
-    await delay(100);
-  }
 }
 
 async function create(server: ServerProcess, token: string, id: number, name = `p-${id}`): Promise<HttpResponse> {
@@ -195,8 +187,11 @@ describe('SQLite store faults', () => {
       assert.equal(await readyz(server), 503);
 
       chmodSync(db, 0o644);
-      await eventually('a create succeeds', 10_000, async () => (await create(server, token, 1)).status === 200);
-      await eventually('/readyz is 200', 10_000, async () => (await readyz(server)) === 200);
+      await eventually(async () => (await create(server, token, 1)).status === 200, 10_000, {
+        stepMs: 100,
+        what: 'a create succeeds',
+      });
+      await eventually(async () => (await readyz(server)) === 200, 10_000, { stepMs: 100, what: '/readyz is 200' });
       assert.deepEqual(await listAllNames(server.url, token), ['p-1']);
       await stopGracefully(server);
     });
@@ -239,8 +234,11 @@ describe('SQLite store faults', () => {
         assert.equal(await readyz(server), 503);
 
         rmSync(filler);
-        await eventually('a create succeeds', 10_000, async () => (await answer(100_000)).status === 200);
-        await eventually('/readyz is 200', 10_000, async () => (await readyz(server!)) === 200);
+        await eventually(async () => (await answer(100_000)).status === 200, 10_000, {
+          stepMs: 100,
+          what: 'a create succeeds',
+        });
+        await eventually(async () => (await readyz(server!)) === 200, 10_000, { stepMs: 100, what: '/readyz is 200' });
         const names = new Set(await listAllNames(server.url, token));
         for (const id of acked) assert.ok(names.has(`p-${id}-${'x'.repeat(240)}`), `acknowledged plant ${id} lost`);
         await stopGracefully(server);

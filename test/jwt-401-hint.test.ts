@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { after, before, it } from './helpers/requirements.js';
 import type { Config } from '../src/config.js';
 import { useApp } from './helpers/app.js';
-import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
+import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 import { describeOnStore } from './helpers/stores.js';
 
 const HINT = /plant-store token create/;

@@ -5,7 +5,8 @@ import { after, before, it } from './helpers/requirements.js';
 import { pino } from 'pino';
 import { JwtVerifier } from '../src/auth/jwt.js';
 import { loadConfig } from '../src/config.js';
-import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
+import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 
 let issuer: TestIssuer;
 let kid: string;
@@ -20,7 +21,7 @@ before(async () => {
   );
   verifier = new JwtVerifier(config, pino({ level: 'silent' }), { maxCachedTokens: 3 });
   verifier.start();
-  await eventually(async () => verifier.status().ready, 5_000, 20);
+  await eventually(async () => verifier.status().ready, 5_000, { stepMs: 20 });
 });
 after(async () => {
   verifier?.close();

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from './helpers/requirements.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
+import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 import { runCliInProcess as runCli } from './helpers/cli.js';
 import { httpRequest, serveArgs, useProcessCleanup } from './helpers/server.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
@@ -96,7 +97,7 @@ describeHttpLayer('JWT logs of a running server', (fx) => {
     assert.equal(res.status, 401);
 
     issuer.mode = 'ok';
-    await eventually(async () => (await httpRequest(`${server.url}/readyz`)).status === 200, 15_000, 100);
+    await eventually(async () => (await httpRequest(`${server.url}/readyz`)).status === 200, 15_000, { stepMs: 100 });
     const expired = await issuer.sign(kid, 'alice', { exp: Math.floor(Date.now() / 1000) - 120 });
     assert.equal((await httpRequest(`${server.url}/plants`, { token: expired })).status, 401);
     const good = await issuer.sign(kid, 'alice');

@@ -11,7 +11,8 @@ import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import type { Config } from '../src/config.js';
 import type { Store } from '../src/store/store.js';
-import { AUDIENCE, eventually, TestIssuer } from './helpers/jwt-issuer.js';
+import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 import { jsonBody, newOwner } from './helpers/plants-http.js';
 import { describeHttpLayer, type StoreFixture } from './helpers/stores.js';
 
@@ -71,7 +72,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
     // Date is mocked: the cooldown is waited for by moving the clock, not in real time.
     it('a key added after start is accepted once the 10 s cooldown has passed, and a flood of unknown kids fetches the JWKS at most twice', async (t) => {
       const { issuer, h } = await setup((i) => ({ jwksUrl: i.jwksUrl }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       assert.equal(jwksOf(await h.readyz()).keys, 1);
       t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
 
@@ -80,7 +81,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
       expectRefused(await h.list(token), /signing key/);
       assert.equal(issuer.jwksFetches, 1, 'within the cooldown of the start-up fetch the JWKS is not fetched again');
       t.mock.timers.tick(10_000);
-      const took = await eventually(() => isOk(h.list(token)), 10_000, 50);
+      const took = await eventually(() => isOk(h.list(token)), 10_000, { stepMs: 50 });
       assert.equal(jwksOf(await h.readyz()).keys, 2);
       assert.ok(issuer.jwksFetches <= 3, `fetches for one rotation: ${issuer.jwksFetches} (took ${took} ms)`);
 
@@ -108,7 +109,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
 
     it('a flood of unknown kids spread over several cooldowns: at most one JWKS fetch per cooldown', async (t) => {
       const { issuer, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, jwksCooldownMs: 500 }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       const unknown = await issuer.addKey('ES256', { publish: false });
       const tokens = await Promise.all(
         Array.from({ length: 50 }, () => issuer.sign(unknown, 'flood', {}, { kid: randomBytes(8).toString('hex') })),
@@ -129,7 +130,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
 
     it('issuer unreachable: keys already known keep working, /readyz stays 200 and says stale', async () => {
       const { issuer, kid, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, ...fast }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       const owner = newOwner('known');
       assert.equal((await h.list(await issuer.sign(kid, owner))).statusCode, 200);
 
@@ -150,7 +151,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
 
       issuer.mode = 'ok';
       const next = await issuer.addKey('EdDSA');
-      await eventually(async () => (await h.list(await issuer.sign(next, owner))).statusCode === 200, 10_000, 250);
+      await eventually(async () => (await h.list(await issuer.sign(next, owner))).statusCode === 200, 10_000);
       const jwks = jwksOf(await h.readyz());
       assert.equal(jwks.stale, false);
       assert.equal(jwks.keys, 2);
@@ -159,7 +160,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
     it('issuer never reached: /readyz 503, JWTs 401, opaque tokens unaffected; all well once it answers', async () => {
       // Failed fetches are retried after 100 ms, doubling, rather than 1 s: the recovery comes sooner.
       const { issuer, kid, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, ...fast, jwksRetryMs: 100 }), 'unreachable');
-      await eventually(async () => issuer.jwksFetches > 0, 5_000, 20);
+      await eventually(async () => issuer.jwksFetches > 0, 5_000, { stepMs: 20 });
       const ready = await h.readyz();
       assert.equal(ready.statusCode, 503);
       assert.deepEqual(jsonBody(ready), {
@@ -174,13 +175,13 @@ describeHttpLayer('JWT signing keys', (fx) => {
       assert.equal((await h.list(opaque)).statusCode, 200, 'opaque token');
 
       issuer.mode = 'ok';
-      const took = await eventually(() => isOk(h.readyz()), 15_000, 100);
+      const took = await eventually(() => isOk(h.readyz()), 15_000, { stepMs: 100 });
       assert.equal((await h.list(await issuer.sign(kid, owner))).statusCode, 200, `JWT ${took} ms after recovery`);
     });
 
     it('a key removed from the JWKS stops working, also for tokens already verified with it', async () => {
       const { issuer, kid, h } = await setup((i) => ({ jwksUrl: i.jwksUrl, ...fast }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       const replacement = await issuer.addKey('PS256');
       const token = await issuer.sign(kid, newOwner('old'));
       assert.equal((await h.list(token)).statusCode, 200);
@@ -193,7 +194,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
 
     it('--oidc-issuer discovers the JWKS URL once and uses it', async () => {
       const { issuer, kid, h } = await setup((i) => ({ oidcIssuer: i.url, ...fast }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       assert.equal((await h.list(await issuer.sign(kid, newOwner('oidc')))).statusCode, 200);
       const later = await issuer.addKey('RS256');
       await sleep(250);
@@ -207,7 +208,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
         i.discoveryIssuer = 'https://evil.example';
         return { oidcIssuer: i.url, ...fast };
       });
-      await eventually(async () => issuer.discoveryFetches > 0, 5_000, 20);
+      await eventually(async () => issuer.discoveryFetches > 0, 5_000, { stepMs: 20 });
       await sleep(250);
       assert.equal((await h.readyz()).statusCode, 503);
       expectRefused(await h.list(await issuer.sign(kid, newOwner('oidc'))), /no known signing key/);
@@ -220,7 +221,7 @@ describeHttpLayer('JWT signing keys', (fx) => {
         jwtOwnerClaim: 'preferred_username',
         ...fast,
       }));
-      await eventually(() => isOk(h.readyz()), 10_000, 50);
+      await eventually(() => isOk(h.readyz()), 10_000, { stepMs: 50 });
       const owner = newOwner('named');
       const opaque = (await issueToken(store.tokens, { owner })).token;
       const created = await h.app.inject({

@@ -9,7 +9,8 @@ import { exportSPKI, UnsecuredJWT } from 'jose';
 import { issueToken } from '../src/auth/tokens.js';
 import type { Config } from '../src/config.js';
 import { useApp } from './helpers/app.js';
-import { AUDIENCE, b64url, eventually, TestIssuer } from './helpers/jwt-issuer.js';
+import { AUDIENCE, b64url, TestIssuer } from './helpers/jwt-issuer.js';
+import { eventually } from './helpers/eventually.js';
 import { createRaw, expectError, jsonBody, names, newOwner } from './helpers/plants-http.js';
 import { describeHttpLayer } from './helpers/stores.js';
 

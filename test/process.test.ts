@@ -17,15 +17,8 @@ import {
   tokensIn,
   useProcessCleanup,
 } from './helpers/server.js';
-import {
-  createVia,
-  deleteVia,
-  killDuringCreates,
-  runLoad,
-  SOCKET_ERRORS,
-  stop,
-  until,
-} from './helpers/process-load.js';
+import { createVia, deleteVia, killDuringCreates, runLoad, SOCKET_ERRORS, stop } from './helpers/process-load.js';
+import { eventually } from './helpers/eventually.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { describeEachStore } from './helpers/stores.js';
 
@@ -60,11 +53,10 @@ describeEachStore('kill -9 durability (default durability)', (fx) => {
     });
     // kill mid-load: after 1.5 s, or once a third of the plants are deleted if that comes first
     const started = performance.now();
-    await until(
-      () => load.acked(204) >= total / 3 || performance.now() - started >= 1500,
-      10_000,
-      'deletes to be acknowledged',
-    );
+    await eventually(() => load.acked(204) >= total / 3 || performance.now() - started >= 1500, 10_000, {
+      stepMs: 10,
+      what: 'deletes to be acknowledged',
+    });
     const inFlight = load.inFlight();
     server.kill('SIGKILL');
     await load.done;
@@ -121,7 +113,7 @@ describeEachStore('graceful shutdown', (fx) => {
         send: createVia(server.url, token),
         maxMs: 15_000,
       });
-      await until(() => load.acked(200) >= 200, 10_000, 'the load to get going');
+      await eventually(() => load.acked(200) >= 200, 10_000, { stepMs: 10, what: 'the load to get going' });
       const inFlight = load.inFlight();
       const termAt = performance.now();
       server.kill('SIGTERM');
@@ -243,7 +235,7 @@ describeEachStore('graceful shutdown', (fx) => {
       a.socket.write(body.slice(10));
       b.socket.write(`Authorization: Bearer ${token}\r\nX-Request-Id: raw-b\r\n\r\n`);
       const exit = await server.waitExit(15_000);
-      await until(() => a.closed && b.closed, 5000, 'the server to close both connections');
+      await eventually(() => a.closed && b.closed, 5000, { stepMs: 10, what: 'the server to close both connections' });
       assert.deepEqual(exit, { code: 0, signal: null });
       t.diagnostic(`raw drain [${fx.kind}]: exit ${Math.round(performance.now() - termAt)} ms after SIGTERM`);
 
@@ -323,7 +315,7 @@ describeEachStore('serve --workers 2', (fx) => {
         .map((l) => l.pid),
     );
     assert.deepEqual([...served].sort(), [...workerPids].sort(), 'both workers answered requests');
-    await until(
+    await eventually(
       () =>
         [...workerPids].every((pid) => {
           try {
@@ -334,7 +326,7 @@ describeEachStore('serve --workers 2', (fx) => {
           }
         }),
       5000,
-      'the workers to exit',
+      { stepMs: 10, what: 'the workers to exit' },
     );
   });
 });

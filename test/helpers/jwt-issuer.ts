@@ -135,14 +135,3 @@ export class TestIssuer {
 export function b64url(value: unknown): string {
   return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 }
-
-/** Polls `fn` until it returns true or `ms` pass; returns the time it took. */
-export async function eventually(fn: () => Promise<boolean>, ms: number, stepMs = 250): Promise<number> {
-  // performance.now(): a test may have mocked Date.
-  const start = performance.now();
-  for (;;) {
-    if (await fn()) return Math.round(performance.now() - start);
-    if (performance.now() - start > ms) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}

@@ -15,6 +15,7 @@ import {
   type HttpResponse,
   type ServerProcess,
 } from './server.js';
+import { eventually } from './eventually.js';
 import { serveInProcess } from './serve-in-process.js';
 import type { StoreFixture } from './stores.js';
 
@@ -117,14 +118,6 @@ export async function stop(server: ServerProcess): Promise<void> {
 }
 
 /** Waits until `cond` holds, polling every 10 ms, for at most `ms`. */
-export async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(10);
-  }
-}
-
 export const SOCKET_ERRORS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ECONNABORTED', 'socket hang up']);
 
 /** Kills a server under concurrent creates and checks every acknowledged create after a restart. */
@@ -135,7 +128,7 @@ export async function killDuringCreates(t: TestContext, fx: StoreFixture, server
   const load = runLoad({ clients: 16, nextId: () => next++, send: createVia(server.url, token), maxMs: 15_000 });
   // At least 1.5 s of load, and enough acknowledged creates, however busy the machine.
   await delay(1500);
-  await until(() => load.acked(200) >= 50, 15_000, '50 acknowledged creates');
+  await eventually(() => load.acked(200) >= 50, 15_000, { stepMs: 10, what: '50 acknowledged creates' });
   const inFlight = load.inFlight();
   server.kill('SIGKILL');
   await load.done;
