@@ -47,15 +47,6 @@ export function serverTimeouts(limits: ConnectionLimits): {
 
 const LIMIT_LOG_EVERY_MS = 10_000;
 
-/**
- * The connection cap, and a deadline for the whole request: Node's timeouts
- * end once the body has arrived, so a stalled handler or a client that reads
- * the answer a byte at a time could otherwise hold a connection for ever.
- * A sweep every check interval looks at each connection's current response
- * (nothing is done per request); one first seen more than the request
- * timeout ago is answered 503 if nothing was sent yet, and its connection
- * is closed.
- */
 /** What guardConnections gives back: for shutting down. */
 export interface GuardedConnections {
   /**
@@ -67,6 +58,15 @@ export interface GuardedConnections {
   closeUnused(): void;
 }
 
+/**
+ * The connection cap, and a deadline for the whole request: Node's timeouts
+ * end once the body has arrived, so a stalled handler or a client that reads
+ * the answer a byte at a time could otherwise hold a connection for ever.
+ * A sweep every check interval looks at each connection's current response
+ * (nothing is done per request); one first seen more than the request
+ * timeout ago is answered 503 if nothing was sent yet, and its connection
+ * is closed.
+ */
 export function guardConnections(server: Server, limits: ConnectionLimits, log: FastifyBaseLogger): GuardedConnections {
   if (limits.maxConnections > 0) {
     server.maxConnections = limits.maxConnections;

@@ -224,7 +224,7 @@ export class JwksKeys {
     if (removed.length) this.onKeysRemoved();
   }
 
-  /** Logs a failed fetch; resolves to how long to wait before the next try, as the log line says. */
+  /** Logs a failed fetch; returns how long to wait before the next try, as the log line says. */
   #failed(why: string, error: unknown): number {
     this.#failedSince ??= Date.now();
     const retryInMs = this.#retryMs;

@@ -278,14 +278,8 @@ export class DeliveryLoop {
         // with its failures in a row. Any other answer is about this event,
         // which is retried on its own schedule while the others go on.
         const down = status === undefined || ENDPOINT_DOWN.has(status);
-        const next = down
-          ? {
-              endpointDelayMs: Math.max(
-                this.#o.retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!,
-                asked ?? 0,
-              ),
-            }
-          : ('ok' as const);
+        const endpointBackoff = () => this.#o.retryDelayMs(Math.min(d.endpointFailures + 1, MAX_ATTEMPTS - 1))!;
+        const next = down ? { endpointDelayMs: Math.max(endpointBackoff(), asked ?? 0) } : ('ok' as const);
         if (backoff === undefined) {
           webhookDeliveries.inc({ outcome: 'dropped' });
           log.error(

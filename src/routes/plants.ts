@@ -20,12 +20,12 @@ export interface PlantRoutesOptions {
 }
 
 const security = [{ bearerAuth: [] }];
+const authErrors = [401, 403, 500, 503];
 
 function sendPage(reply: FastifyReply, page: ListedPage): FastifyReply {
   if (page.link !== undefined) void reply.header('link', page.link);
   return reply.type('application/json; charset=utf-8').send(page.body);
 }
-const authErrors = [401, 403, 500, 503];
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
   app,

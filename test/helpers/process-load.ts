@@ -117,7 +117,6 @@ export async function stop(server: ServerProcess): Promise<void> {
   assert.deepEqual(await server.waitExit(15_000), { code: 0, signal: null }, `SIGTERM exits 0\n${server.stderr}`);
 }
 
-/** Waits until `cond` holds, polling every 10 ms, for at most `ms`. */
 export const SOCKET_ERRORS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ECONNABORTED', 'socket hang up']);
 
 /** Kills a server under concurrent creates and checks every acknowledged create after a restart. */

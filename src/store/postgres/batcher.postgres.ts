@@ -51,10 +51,12 @@ export class Batcher<T> {
 
   readonly #flush = (): void => {
     this.#scheduled = false;
+    const { key } = this.options;
     while (this.#inFlight < this.options.maxInFlight && this.#queue.length > 0) {
       const batch = this.#take();
       if (batch.length === 0) return; // every queued item waits for a batch of its key
-      const keys = this.#claim(batch);
+      const keys = key === undefined ? [] : [...new Set(batch.map(key))];
+      for (const k of keys) this.#busy.add(k);
       this.#inFlight++;
       const done = () => {
         for (const k of keys) this.#busy.delete(k);
@@ -65,38 +67,30 @@ export class Batcher<T> {
     }
   };
 
+  /**
+   * The next batch, in arrival order: items whose key has a batch running
+   * stay queued, and the batch ends at maxItems or before the item that
+   * would take it past maxWeight.
+   */
   #take(): T[] {
     const { maxItems, weight, maxWeight = Infinity, key } = this.options;
-    if (key === undefined) {
-      let n = Math.min(maxItems, this.#queue.length);
-      if (weight) {
-        let total = weight(this.#queue[0]!);
-        for (let i = 1; i < n; i++) {
-          total += weight(this.#queue[i]!);
-          if (total > maxWeight) {
-            n = i;
-            break;
-          }
-        }
-      }
-      return this.#queue.splice(0, n);
-    }
-    // In arrival order, skipping the items whose key has a batch running.
     const batch: T[] = [];
     const rest: T[] = [];
+    let total = 0;
+    let full = false;
     for (const item of this.#queue) {
-      if (batch.length < maxItems && !this.#busy.has(key(item))) batch.push(item);
-      else rest.push(item);
+      if (!full && (key === undefined || !this.#busy.has(key(item)))) {
+        const w = weight?.(item) ?? 0;
+        full = batch.length === maxItems || (batch.length > 0 && total + w > maxWeight);
+        if (!full) {
+          batch.push(item);
+          total += w;
+          continue;
+        }
+      }
+      rest.push(item);
     }
     this.#queue = rest;
     return batch;
-  }
-
-  #claim(batch: T[]): string[] {
-    const { key } = this.options;
-    if (key === undefined) return [];
-    const keys = [...new Set(batch.map(key))];
-    for (const k of keys) this.#busy.add(k);
-    return keys;
   }
 }

@@ -79,6 +79,9 @@ export const lockOwners = (owners: string, source: string) => `
     SELECT count(pg_advisory_xact_lock(k)) AS locks
     FROM (SELECT DISTINCT hashtextextended(${owners}, ${OWNER_LOCK_SEED}) AS k FROM ${source} ORDER BY k) AS keys`;
 
+/** lockOwners for a statement that writes for one owner, given as an SQL expression (a parameter). */
+export const lockOwner = (owner: string) => lockOwners(owner, '(VALUES (1)) AS one');
+
 type EventRow = [
   id: string,
   owner: string,

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
 import type { CreateOutcome, JsonPage, NewPlantRecord, PlantPage, PlantRecord, PlantStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
-import { lockOwners, logEvent } from './event-log.postgres.js';
+import { lockOwner, logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
 import { PageReader } from './page-reader.postgres.js';
@@ -18,7 +18,7 @@ interface CreateRow {
 // blocked the insert (a replay or a conflict, which are no events).
 const CREATE: pg.QueryConfig = {
   name: 'plants_create',
-  text: `WITH locked AS MATERIALIZED (${lockOwners('$1::text', '(VALUES (1)) AS one')}
+  text: `WITH locked AS MATERIALIZED (${lockOwner('$1::text')}
     ), inserted AS (
       INSERT INTO plants (owner, id, name, tag) SELECT $1::text, $2::int8, $3::text, $4::text FROM locked
       ON CONFLICT (owner, id) DO NOTHING
@@ -33,7 +33,7 @@ const CREATE: pg.QueryConfig = {
 };
 const DELETE = {
   name: 'plants_delete',
-  text: `WITH locked AS MATERIALIZED (${lockOwners('$1::text', '(VALUES (1)) AS one')}
+  text: `WITH locked AS MATERIALIZED (${lockOwner('$1::text')}
     ), deleted AS (
       DELETE FROM plants WHERE owner = $1::text AND id = $2::int8 AND EXISTS (SELECT FROM locked) RETURNING id
     ), events AS (${recordEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL', 'NULL')}
