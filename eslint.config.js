@@ -33,4 +33,18 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // A bare `LIMIT ?` makes SQLite prepare the statement again on every run (src/store/sqlite/bound-limit.ts).
+    files: ['src/store/sqlite/*.ts', 'src/backup/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['Literal[value', 'TemplateElement[value.raw'].map((node) => ({
+          selector: `${node}=/\\bLIMIT\\s+[?@:$]/]`,
+          message:
+            "Write a bound LIMIT as boundLimit('?'): SQLite prepares a statement with a bare `LIMIT ?` again on every run.",
+        })),
+      ],
+    },
+  },
 );

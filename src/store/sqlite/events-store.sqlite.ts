@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventLog, PlantEvent, WebhookEventType } from '../store.js';
 import type { WriterThread } from './writer-thread.js';
+import { boundLimit } from './bound-limit.js';
 
 type EventRow = [
   id: bigint,
@@ -39,9 +40,9 @@ export class SqliteEventLog implements EventLog {
     private readonly writer: WriterThread,
   ) {
     const rows = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
-    this.#after = rows(`SELECT ${COLUMNS} FROM plant_events WHERE id > ? ORDER BY id LIMIT ?`);
+    this.#after = rows(`SELECT ${COLUMNS} FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')}`);
     this.#ownerAfter = rows(
-      `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`,
+      `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id ${boundLimit('?')}`,
     );
     // One statement, one snapshot: the mark and the newest id agree.
     this.#bounds = db

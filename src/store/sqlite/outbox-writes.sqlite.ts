@@ -6,6 +6,7 @@ import {
   type DeliverySettlement,
   type WebhookEventType,
 } from '../store.js';
+import { boundLimit } from './bound-limit.js';
 
 /**
  * Outbox writes run on the writer thread like the plant writes: a claim or a
@@ -123,7 +124,7 @@ export function eventRecorder(db: Database.Database) {
 export function outboxWriter(db: Database.Database) {
   const newEvents = db
     .prepare<[number], EventRow>(
-      'SELECT seq, owner, type, plant_id, name, tag, occurred_at FROM webhook_events ORDER BY seq LIMIT ?',
+      `SELECT seq, owner, type, plant_id, name, tag, occurred_at FROM webhook_events ORDER BY seq ${boundLimit('?')}`,
     )
     .safeIntegers(true);
   const fanOut = db.prepare<{
@@ -155,7 +156,7 @@ export function outboxWriter(db: Database.Database) {
     .prepare<[string, number, number], DueRow>(
       `SELECT seq, event_id, type, plant_id, name, tag, occurred_at, attempts, next_attempt_at
        FROM webhook_deliveries WHERE endpoint_id = ? AND next_attempt_at <= ?
-       ORDER BY next_attempt_at, seq LIMIT ?`,
+       ORDER BY next_attempt_at, seq ${boundLimit('?')}`,
     )
     .safeIntegers(true);
   const nextDue = db

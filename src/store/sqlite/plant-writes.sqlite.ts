@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
 import { eventRecorder, type OutboxOp, type OutboxResults } from './outbox-writes.sqlite.js';
+import { boundLimit } from './bound-limit.js';
 
 export type PlantOp =
   | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
@@ -83,7 +84,7 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutc
  */
 export function eventPruner(db: Database.Database): (op: EventPruneOp) => number {
   const head = db
-    .prepare<[number], [bigint, bigint]>('SELECT id, occurred_at FROM plant_events ORDER BY id LIMIT ?')
+    .prepare<[number], [bigint, bigint]>(`SELECT id, occurred_at FROM plant_events ORDER BY id ${boundLimit('?')}`)
     .raw(true)
     .safeIntegers(true);
   const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);

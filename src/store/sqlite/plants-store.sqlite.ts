@@ -14,6 +14,7 @@ import {
 import type { ChangeEpoch } from './change-epoch.js';
 import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
+import { boundLimit } from './bound-limit.js';
 
 /** A page as one row: its plants as a JSON array, the seq of its last plant, and whether more follow. */
 type PageRow = [body: string, last: bigint | null, more: bigint];
@@ -32,7 +33,7 @@ const PAGE = `SELECT p.body, p.last, p.n = @limit AND EXISTS (SELECT 1 FROM plan
     SELECT '[' || coalesce(group_concat(q.plant, ','), '') || ']' AS body, max(q.seq) AS last, count(*) AS n
     FROM (
       SELECT seq, CASE WHEN tag IS NULL THEN json_object('name', name) ELSE json_object('name', name, 'tag', tag) END AS plant
-      FROM plants WHERE owner = @owner AND seq > @after ORDER BY seq LIMIT @limit
+      FROM plants WHERE owner = @owner AND seq > @after ORDER BY seq ${boundLimit('@limit')}
     ) q
   ) p`;
 

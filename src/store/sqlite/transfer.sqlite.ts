@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
 import { toRecord, type TokenRow } from './tokens-store.sqlite.js';
+import { boundLimit } from './bound-limit.js';
 
 const BATCH = 1000;
 
@@ -25,7 +26,7 @@ export class SqliteTransfer implements StoreTransfer {
     // an export never holds a read transaction (and the WAL) for long.
     const page = this.db
       .prepare<[string, bigint, number]>(
-        'SELECT owner, seq, id, name, tag FROM plants WHERE (owner, seq) > (?, ?) ORDER BY owner, seq LIMIT ?',
+        `SELECT owner, seq, id, name, tag FROM plants WHERE (owner, seq) > (?, ?) ORDER BY owner, seq ${boundLimit('?')}`,
       )
       .raw(true)
       .safeIntegers(true);
