@@ -87,30 +87,23 @@ export function runLoad(opts: {
   };
 }
 
-export const createVia =
+/** A runLoad sender over `url` with `token`: creates plant `id` (POST /plants) or deletes it (DELETE /plants/{id}). */
+const sendVia =
+  (op: 'create' | 'delete') =>
   (url: string, token: string) =>
   (id: number, reqId: string, agent: http.Agent, onFlushed: (reused: boolean) => void): Promise<HttpResponse> =>
-    httpRequest(`${url}/plants`, {
-      method: 'POST',
+    httpRequest(op === 'create' ? `${url}/plants` : `${url}/plants/${id}`, {
+      method: op === 'create' ? 'POST' : 'DELETE',
+      ...(op === 'create' ? { json: { id, name: `p-${id}`, tag: 'load' } } : {}),
       token,
       agent,
       onFlushed,
-      json: { id, name: `p-${id}`, tag: 'load' },
       headers: { 'x-request-id': reqId },
       timeoutMs: 10_000,
     });
 
-export const deleteVia =
-  (url: string, token: string) =>
-  (id: number, reqId: string, agent: http.Agent, onFlushed: (reused: boolean) => void): Promise<HttpResponse> =>
-    httpRequest(`${url}/plants/${id}`, {
-      method: 'DELETE',
-      token,
-      agent,
-      onFlushed,
-      headers: { 'x-request-id': reqId },
-      timeoutMs: 10_000,
-    });
+export const createVia = sendVia('create');
+export const deleteVia = sendVia('delete');
 
 export async function stop(server: ServerProcess): Promise<void> {
   server.kill('SIGTERM');
