@@ -36,6 +36,7 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   db.pragma('foreign_keys = ON');
   db.pragma('temp_store = MEMORY');
   db.pragma('cache_size = -65536');
+  db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   // No mmap (SQLite's default): after another connection's commit (our own
   // writer thread's, every group commit) a read through the map pays page
   // faults again. A list page cost 45 µs with mmap against 27 µs without
@@ -43,6 +44,16 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   // only while nothing was written.
   return db;
 }
+
+/**
+ * Pages the log may hold before a commit copies them back into the database
+ * file (SQLite's default is 1000). A checkpoint copies each page once however
+ * many commits wrote it, and creates of many owners each write index pages of
+ * their own owner: with 1000, checkpoints took a fifth of the writer thread's
+ * time in the bench's 300-owner mix, and 4000 (16 MB of log with 4 kB pages)
+ * served about 13 % more requests there.
+ */
+export const WAL_CHECKPOINT_PAGES = 4000;
 
 /** The mode of store files and backups, and of the folders created for them. */
 export const PRIVATE_FILE = 0o600;
