@@ -75,22 +75,21 @@ export class Batcher<T> {
   #take(): T[] {
     const { maxItems, weight, maxWeight = Infinity, key } = this.options;
     const batch: T[] = [];
-    const rest: T[] = [];
+    const waiting: T[] = [];
     let total = 0;
-    let full = false;
-    for (const item of this.#queue) {
-      if (!full && (key === undefined || !this.#busy.has(key(item)))) {
-        const w = weight?.(item) ?? 0;
-        full = batch.length === maxItems || (batch.length > 0 && total + w > maxWeight);
-        if (!full) {
-          batch.push(item);
-          total += w;
-          continue;
-        }
+    let i = 0;
+    for (; i < this.#queue.length && batch.length < maxItems; i++) {
+      const item = this.#queue[i]!;
+      if (key !== undefined && this.#busy.has(key(item))) {
+        waiting.push(item);
+        continue;
       }
-      rest.push(item);
+      const w = weight?.(item) ?? 0;
+      if (batch.length > 0 && total + w > maxWeight) break;
+      batch.push(item);
+      total += w;
     }
-    this.#queue = rest;
+    this.#queue = waiting.concat(this.#queue.slice(i));
     return batch;
   }
 }
