@@ -4,6 +4,7 @@
 // as bigints, other numbers as numbers, invalid JSON refused.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { parse as parseLossless } from 'lossless-json';
 import { registerJsonBodyParser } from '../../src/app/json-body.js';
@@ -19,17 +20,6 @@ function exact(text: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** A small deterministic generator (mulberry32), so a failure can be run again. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NUMBERS = [
@@ -60,20 +50,28 @@ const NUMBERS = [
 const STRINGS = ['"a"', '"e.5"', '"1.0"', '"x\\"y"', '"\\\\"', '"\\u00e9t\\u00e9"', '""', '"true"', '"1e3"'];
 const WORDS = ['true', 'false', 'null'];
 
-/** A JSON-like text: mostly valid, sometimes with a bad number; keys unique per object. */
-function body(next: () => number, depth = 0): string {
-  const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
-  const r = next();
-  if (depth < 2 && r < 0.3) {
-    const keys = ['id', 'name', 'tag', 'x'].filter(() => next() < 0.6);
-    return `{${keys.map((k) => `"${k}"${pick([':', ' : '])}${body(next, depth + 1)}`).join(',')}}`;
-  }
-  if (depth < 2 && r < 0.4)
-    return `[${Array.from({ length: Math.floor(next() * 3) }, () => body(next, depth + 1)).join(', ')}]`;
-  if (r < 0.75) return pick(NUMBERS);
-  if (r < 0.9) return pick(STRINGS);
-  return pick(WORDS);
-}
+/** JSON-like texts: mostly valid, sometimes with a bad number; keys unique per object. */
+const { body } = fc.letrec<{ body: string; object: string; array: string }>((tie) => ({
+  body: fc.oneof(
+    { depthSize: 'small', maxDepth: 2 },
+    { arbitrary: fc.constantFrom(...NUMBERS), weight: 5 },
+    { arbitrary: fc.constantFrom(...STRINGS), weight: 2 },
+    { arbitrary: fc.constantFrom(...WORDS), weight: 1 },
+    { arbitrary: tie('object'), weight: 3 },
+    { arbitrary: tie('array'), weight: 1 },
+  ),
+  object: fc
+    .dictionary(fc.constantFrom('id', 'name', 'tag', 'x'), fc.tuple(fc.constantFrom(':', ' : '), tie('body')), {
+      maxKeys: 4,
+    })
+    .map(
+      (o) =>
+        `{${Object.entries(o)
+          .map(([k, [colon, v]]) => `"${k}"${colon}${v}`)
+          .join(',')}}`,
+    ),
+  array: fc.array(tie('body'), { maxLength: 3 }).map((items) => `[${items.join(', ')}]`),
+}));
 
 describe('JSON request bodies', () => {
   let app: FastifyInstance;
@@ -104,14 +102,15 @@ describe('JSON request bodies', () => {
   });
 
   it('agrees with lossless-json on 3,000 generated bodies', async () => {
-    const next = random(20261127);
     let accepted = 0;
-    for (let i = 0; i < 3000; i++) {
-      const text = body(next);
-      const expected = exact(text);
-      if (expected !== undefined) accepted++;
-      assert.equal(await send(text), expected, text);
-    }
+    await fc.assert(
+      fc.asyncProperty(body, async (text) => {
+        const expected = exact(text);
+        if (expected !== undefined) accepted++;
+        assert.equal(await send(text), expected, text);
+      }),
+      { seed: 20261127, numRuns: 3000 },
+    );
     // Both kinds were generated: bodies to read and bodies to refuse.
     assert.ok(accepted > 1000 && accepted < 2900, `${accepted} of 3000 accepted`);
   });
