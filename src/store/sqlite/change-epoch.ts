@@ -48,7 +48,9 @@ export interface WrittenOwner {
  * thread has a connection of its own, so its commits change the main
  * connection's data_version too. When that may be why it changed, the
  * writer thread, whose own data_version changes only for the others, is
- * asked; until it answers, no version is given and nothing is reused.
+ * asked; until it answers, no version is given and nothing is reused. An
+ * idle writer thread is waited for (WriterThread.checkForeign), so after a
+ * commit of its own the answer is usually there at once.
  */
 export class ChangeEpoch {
   // Every version comes from this counter, so a change always gives a version
