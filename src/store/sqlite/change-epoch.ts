@@ -9,7 +9,8 @@ export interface WriterProbe {
   readonly awaitingForeign: boolean;
   /**
    * Asks the writer thread whether another connection committed; the answer
-   * comes through ChangeEpoch.probed. False when no answer can come.
+   * comes through ChangeEpoch.probed, before this returns when the thread
+   * answers within a short wait. False when no answer can come.
    */
   checkForeign(): boolean;
 }
