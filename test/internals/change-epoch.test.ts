@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { ChangeVersion } from '../../src/store/store.js';
@@ -60,6 +60,16 @@ describe('SQLite change epoch', () => {
     assert.fail(`no version for ${owner} within 5 s`);
   }
 
+  /** An epoch on the main connection, with a writer thread that has committed once. */
+  async function withWriter(t: TestContext): Promise<{ epoch: ChangeEpoch; writer: WriterThread }> {
+    const epoch = new ChangeEpoch(own);
+    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
+    t.after(() => writer.close());
+    // The thread's first report cannot know what happened before it started.
+    await writer.run(create('warm-up'));
+    return { epoch, writer };
+  }
+
   it('stays the same while nothing is written', async () => {
     const epoch = new ChangeEpoch(own);
     const start = now(epoch, 'a');
@@ -103,11 +113,7 @@ describe('SQLite change epoch', () => {
   });
 
   it("a write through the writer thread moves only its owner; another connection's commit meanwhile moves all", async (t) => {
-    const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
-    t.after(() => writer.close());
-    // The thread's first report cannot know what happened before it started.
-    await writer.run(create('warm-up'));
+    const { epoch, writer } = await withWriter(t);
     const b = await settled(epoch, 'b');
     const a = await settled(epoch, 'a');
 
@@ -124,10 +130,7 @@ describe('SQLite change epoch', () => {
   });
 
   it('gives no version while it cannot tell its own commits from others, and one again after the answer', async (t) => {
-    const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
-    t.after(() => writer.close());
-    await writer.run(create('warm-up'));
+    const { epoch, writer } = await withWriter(t);
     const b = await settled(epoch, 'b');
     // A batch in flight, and meanwhile another connection's commit: the
     // thread, busy with the batch, is asked without waiting for its answer.
@@ -141,10 +144,7 @@ describe('SQLite change epoch', () => {
   });
 
   it('after a commit of its own, waits for the idle writer thread and gives a version at once', async (t) => {
-    const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
-    t.after(() => writer.close());
-    await writer.run(create('warm-up'));
+    const { epoch, writer } = await withWriter(t);
     const b = await settled(epoch, 'b');
     // Without the wait no commit is followed by a version in the same turn:
     // the answer arrives in a later one. The wait is bounded (1 ms), so a
@@ -161,11 +161,9 @@ describe('SQLite change epoch', () => {
     }
     assert.ok(atOnce >= 10, `a version at once after ${atOnce} of 20 commits`);
   });
+
   it("sees another connection's commit that came after commits of its own nobody listed in between", async (t) => {
-    const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
-    t.after(() => writer.close());
-    await writer.run(create('warm-up'));
+    const { epoch, writer } = await withWriter(t);
     const b = await settled(epoch, 'b');
     // Commits with no list asked for in between: data_version is not read after them.
     for (let i = 0; i < 3; i++) await writer.run(create('a'));
@@ -179,10 +177,7 @@ describe('SQLite change epoch', () => {
   });
 
   it('a create moves only appended; a delete is remembered with its position', async (t) => {
-    const epoch = new ChangeEpoch(own);
-    const writer = new WriterThread({ path, durability: 'normal', opened: fileIdentity(path) }, epoch);
-    t.after(() => writer.close());
-    await writer.run(create('warm-up'));
+    const { epoch, writer } = await withWriter(t);
     const before = await settled(epoch, 'grows');
 
     const added = create('grows');
