@@ -92,32 +92,30 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
   return { keys, integers: integers && !notInteger(text, from, text.length) };
 }
 
-/** Keys of every object in a parsed body (at most MAX_JSON_VALUES of them, so cheap to walk). */
-function countKeys(value: unknown): number {
+/**
+ * Keys of every object in a parsed body (at most MAX_JSON_VALUES of them, so
+ * cheap to walk). With `exact`, for a JSON.parse result whose numbers are all
+ * integer literals, it also turns each number into the bigint it was written
+ * as, in place, and gives undefined when one was past 2^53, where JSON.parse
+ * may have rounded it.
+ */
+function countKeys(value: unknown, exact = false): number | undefined {
   if (value === null || typeof value !== 'object') return 0;
   const items = value as Record<string, unknown>;
   const keys = Object.keys(items);
   let n = Array.isArray(items) ? 0 : keys.length;
-  for (const key of keys) n += countKeys(items[key]);
-  return n;
-}
-
-/**
- * Turns each number of a JSON.parse result into the bigint it was written
- * as, in place; false when one was past 2^53, where JSON.parse may have
- * rounded it. Only for bodies whose numbers are all integer literals.
- */
-function exactIntegers(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return true;
-  const items = value as Record<string, unknown>;
-  for (const key of Object.keys(items)) {
+  for (const key of keys) {
     const item = items[key];
-    if (typeof item !== 'number') {
-      if (!exactIntegers(item)) return false;
-    } else if (Number.isSafeInteger(item)) items[key] = BigInt(item);
-    else return false;
+    if (exact && typeof item === 'number') {
+      if (!Number.isSafeInteger(item)) return undefined;
+      items[key] = BigInt(item);
+      continue;
+    }
+    const inner = countKeys(item, exact);
+    if (inner === undefined) return undefined;
+    n += inner;
   }
-  return true;
+  return n;
 }
 
 /**
@@ -136,7 +134,7 @@ function parseFast(text: string, shape: Shape): unknown {
   } catch {
     return undefined;
   }
-  return exactIntegers(held) && countKeys(held[0]) === shape.keys ? held[0] : undefined;
+  return countKeys(held, true) === shape.keys ? held[0] : undefined;
 }
 
 const DUPLICATE_KEY = /^Duplicate key '(.*)' encountered/;
