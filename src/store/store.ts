@@ -26,7 +26,11 @@ export interface JsonPage {
   body: string;
   /** Opaque position after the last plant of this page; absent on the last page. */
   next?: string;
-  /** Where the page lies in the list, in the store's positions: after `from`, up to and including `to`. */
+  /**
+   * Where the page lies in the list, in the store's positions: after `from`,
+   * up to and including `to`. With a `next`, `to` is the first plant after
+   * the page: deleting it may leave no next page, so it changes this one.
+   */
   span?: { from: bigint; to: bigint };
 }
 

@@ -208,20 +208,24 @@ describe('list pages on SQLite', () => {
     assert.equal(p.reads(), 4);
   });
 
-  it("keeps the owner's first page across deletes of plants after it", async () => {
+  it("keeps the owner's first page across deletes of plants after it, until its next page may be gone", async () => {
     for (const id of [1n, 2n, 3n, 4n]) await store.plants.create('deletes', { id, name: `p${id}` });
     await known('deletes');
     const p = pages(1 << 20);
     const first = await p.page('deletes', 2);
     await store.plants.delete('deletes', 4n);
+    await known('deletes');
+    assert.deepEqual(await p.page('deletes', 2), first, 'the deleted plant was not on it, and p3 still follows it');
+    assert.equal(p.reads(), 1);
     await store.plants.delete('deletes', 3n);
     await known('deletes');
-    assert.deepEqual(await p.page('deletes', 2), first, 'the deleted plants were not on it');
-    assert.equal(p.reads(), 1);
+    const alone = await p.page('deletes', 2);
+    assert.deepEqual([alone.body, alone.link], ['[{"name":"p1"},{"name":"p2"}]', undefined], 'no plant follows it now');
+    assert.equal(p.reads(), 2);
     await store.plants.delete('deletes', 1n);
     await known('deletes');
     assert.equal((await p.page('deletes', 2)).body, '[{"name":"p2"}]');
-    assert.equal(p.reads(), 2);
+    assert.equal(p.reads(), 3);
   });
 
   it('keeps a page asked for by cursor only when it is asked for again', async () => {

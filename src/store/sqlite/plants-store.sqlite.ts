@@ -16,8 +16,8 @@ import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 import { boundLimit } from './bound-limit.js';
 
-/** A page as one row: its plants as a JSON array, the seq of its last plant, and whether more follow. */
-type PageRow = [body: string, last: bigint | null, more: bigint];
+/** A page as one row: its plants as a JSON array, the seq of its last plant, and that of the plant after it, if any. */
+type PageRow = [body: string, last: bigint | null, following: bigint | null];
 
 const queryTime = dbQueryDuration.series('sqlite');
 
@@ -27,8 +27,11 @@ const queryTime = dbQueryDuration.series('sqlite');
 // asks whether one more plant follows. The inner query cannot be flattened
 // (it has a LIMIT), so SQLite runs it as a co-routine that hands the
 // aggregate its rows in seq order; an ORDER BY inside group_concat would sort
-// them again in a temporary b-tree, a quarter of the page's cost.
-const PAGE = `SELECT p.body, p.last, p.n = @limit AND EXISTS (SELECT 1 FROM plants WHERE owner = @owner AND seq > p.last)
+// them again in a temporary b-tree, a quarter of the page's cost. The plant
+// after a full page is named, not just known to exist: if it is deleted, the
+// page may have lost its next page (see JsonPage.span).
+const PAGE = `SELECT p.body, p.last,
+    CASE WHEN p.n = @limit THEN (SELECT seq FROM plants WHERE owner = @owner AND seq > p.last ORDER BY seq LIMIT 1) END
   FROM (
     SELECT '[' || coalesce(group_concat(q.plant, ','), '') || ']' AS body, max(q.seq) AS last, count(*) AS n
     FROM (
@@ -81,10 +84,10 @@ export class SqlitePlantStore implements PlantStore {
     this.writer.poll();
     const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor).at;
     const started = metricsOn ? performance.now() : 0;
-    const [body, last, more] = this.#page.get({ owner, after, limit }) as PageRow;
+    const [body, last, following] = this.#page.get({ owner, after, limit }) as PageRow;
     if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
-    const span = { from: after, to: last ?? after };
-    return more ? { body, next: this.#cursors.encode(owner, { at: last!, id: 0n }), span } : { body, span };
+    if (following === null) return { body, span: { from: after, to: last ?? after } };
+    return { body, next: this.#cursors.encode(owner, { at: last!, id: 0n }), span: { from: after, to: following } };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
