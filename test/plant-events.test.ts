@@ -140,13 +140,39 @@ describeEachStore('live plant events', (fx) => {
     assert.equal(wrongScope.status, 403);
     assert.equal(((await wrongScope.json()) as { error: number }).error, 403);
     const reader = await token('scope-owner');
-    for (const bad of ['abc', '-1', '99999999999999999999', '9223372036854775808']) {
+    for (const bad of ['abc', '-1', '007', '1.0', '', '99999999999999999999', '9223372036854775808']) {
       const r = await fetch(`${s.base}/plants/events`, {
         headers: { authorization: `Bearer ${reader}`, 'last-event-id': bad },
       });
       assert.equal(r.status, 400, bad);
-      assert.equal(((await r.json()) as { error: number }).error, 400);
+      assert.deepEqual(await r.json(), {
+        error: 400,
+        message: 'Last-Event-ID must be an event id received from this stream',
+      });
     }
+  });
+
+  it("answers HEAD with the stream's headers at once, holding none of the owner's streams", T, async () => {
+    const one = await serve(fx, { eventsMaxStreamsPerOwner: 1 });
+    try {
+      const reader = await token('head-owner');
+      for (let i = 0; i < 3; i++) {
+        const head = await fetch(`${one.base}/plants/events`, {
+          method: 'HEAD',
+          headers: { authorization: `Bearer ${reader}` },
+          signal: AbortSignal.timeout(2000),
+        });
+        assert.equal(head.status, 200);
+        assert.match(head.headers.get('content-type')!, /^text\/event-stream/);
+        assert.equal(await head.text(), '');
+      }
+      const stream = await Stream.open(one.base, reader);
+      stream.controller.abort();
+    } finally {
+      await one.app.close();
+    }
+    const none = await fetch(`${s.base}/plants/events`, { method: 'HEAD' });
+    assert.equal(none.status, 401);
   });
 
   it(

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Authenticate } from '../auth/bearer.js';
 import { errors } from '../http/errors.js';
 import { markLongLived } from '../http/long-lived.js';
+import { INT64_MAX, parseInt64Text } from '../schemas/int64.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { EventFeed } from './event-feed.js';
 
@@ -11,13 +12,11 @@ export interface EventRoutesOptions {
   authenticate: Authenticate;
 }
 
-const INT64_MAX = 2n ** 63n - 1n;
-
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(
     Type.String({
-      pattern: '^[0-9]{1,19}$',
-      description: 'Resume after this event: the id of the last event received (browsers send it by themselves)',
+      description:
+        'Resume after this event: the id of the last event received, in decimal (browsers send it by themselves)',
     }),
   ),
 });
@@ -60,9 +59,11 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
     },
     async (request, reply) => {
       const raw = request.headers['last-event-id'];
-      const lastEventId = raw === undefined ? undefined : BigInt(raw);
-      if (lastEventId !== undefined && lastEventId > INT64_MAX)
+      const lastEventId = raw === undefined ? undefined : parseInt64Text(raw);
+      if (raw !== undefined && (lastEventId === undefined || lastEventId < 0n || lastEventId > INT64_MAX))
         throw errors.badRequest('Last-Event-ID must be an event id received from this stream');
+      // HEAD gets the stream's headers and no stream: it would never end, and would hold one of the owner's streams.
+      if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send();
       const { owner } = request.principal;
       const res = reply.raw;
       await feed.start(owner, res, lastEventId, () => {
