@@ -10,14 +10,14 @@ import { useApp } from './helpers/app.js';
 import { createRaw, deletePlant, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
 import { httpRequest, serveArgs, stopGracefully, useProcessCleanup } from './helpers/server.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
-import { describeEachStore, describeOnStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 import { describe, it } from './helpers/requirements.js';
 
 const ID_MESSAGE = 'id must be an integer between -9223372036854775808 and 9223372036854775807';
 const TOO_MANY = /more than 100 JSON values/;
 const MIB = 1024 * 1024;
 
-describeEachStore('cheap refusals and strict numbers', (fx) => {
+describeHttpLayer('cheap refusals and strict numbers', (fx) => {
   const h = useApp(fx);
 
   // Parsing and validating each body below held the event loop for 0.1 to
@@ -128,7 +128,7 @@ const KEPT = ['req-123', '0f8fad5b-d9cb-469f-a165-70867728950e', '4BF92F3577B34D
 describe('X-Request-Id shaped like a secret', () => {
   useProcessCleanup();
 
-  describeOnStore('sqlite', 'is replaced, not echoed', (fx) => {
+  describeHttpLayer('is replaced, not echoed', (fx) => {
     const h = useApp(fx);
     for (const [what, value] of SECRET_LIKE) {
       it(`${what} gets a generated id instead`, async () => {

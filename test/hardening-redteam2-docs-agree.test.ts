@@ -4,46 +4,38 @@
 import assert from 'node:assert/strict';
 import { useApp } from './helpers/app.js';
 import { createRaw, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 import { describe, it } from './helpers/requirements.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 
-describeEachStore(
-  'duplicate keys in a create body',
-  (fx) => {
-    const h = useApp(fx);
+describeHttpLayer('duplicate keys in a create body', (fx) => {
+  const h = useApp(fx);
 
-    const DUPLICATES: Array<[string, string, RegExp]> = [
-      ['the same id twice', '{"id":1,"id":1,"name":"fern"}', /^request body has a key more than once$/],
-      ['the same name twice', '{"id":1,"name":"fern","name":"fern"}', /^request body has a key more than once$/],
-      ['the same tag twice', '{"id":1,"name":"fern","tag":"a","tag":"a"}', /^request body has a key more than once$/],
-      ['an id as a number and the same id as a string', '{"id":1,"name":"f","id":"1"}', /"id" more than once/],
-      [
-        'two different names',
-        '{"id":1,"name":"fern","name":"moss"}',
-        /^request body has the key "name" more than once$/,
-      ],
-    ];
-    for (const [what, body, message] of DUPLICATES) {
-      it(`refuses ${what} with a 400, storing nothing`, { timeout: 10_000 }, async () => {
-        const token = await h.token(newOwner('dup'));
-        expectError(await createRaw(h, token, body), 400, message);
-        const list = await h.request({ method: 'GET', url: '/plants', token });
-        assert.deepEqual(jsonBody(list), []);
-      });
-    }
-
-    it('accepts the same key in different objects and keys that only look alike', { timeout: 10_000 }, async () => {
+  const DUPLICATES: Array<[string, string, RegExp]> = [
+    ['the same id twice', '{"id":1,"id":1,"name":"fern"}', /^request body has a key more than once$/],
+    ['the same name twice', '{"id":1,"name":"fern","name":"fern"}', /^request body has a key more than once$/],
+    ['the same tag twice', '{"id":1,"name":"fern","tag":"a","tag":"a"}', /^request body has a key more than once$/],
+    ['an id as a number and the same id as a string', '{"id":1,"name":"f","id":"1"}', /"id" more than once/],
+    ['two different names', '{"id":1,"name":"fern","name":"moss"}', /^request body has the key "name" more than once$/],
+  ];
+  for (const [what, body, message] of DUPLICATES) {
+    it(`refuses ${what} with a 400, storing nothing`, { timeout: 10_000 }, async () => {
       const token = await h.token(newOwner('dup'));
-      // Colons and quotes inside strings are not keys.
-      const res = await createRaw(h, token, '{"id":1,"name":"a:\\"name\\":b","tag":"name"}');
-      assert.equal(res.statusCode, 200, res.body);
-      // A nested repeat of a key is counted in its own object (refused later as not an id, not as a duplicate).
-      expectError(await createRaw(h, token, '{"id":{"id":1},"name":"x"}'), 400, /^id must be/);
+      expectError(await createRaw(h, token, body), 400, message);
+      const list = await h.request({ method: 'GET', url: '/plants', token });
+      assert.deepEqual(jsonBody(list), []);
     });
-  },
-  ['sqlite'],
-);
+  }
+
+  it('accepts the same key in different objects and keys that only look alike', { timeout: 10_000 }, async () => {
+    const token = await h.token(newOwner('dup'));
+    // Colons and quotes inside strings are not keys.
+    const res = await createRaw(h, token, '{"id":1,"name":"a:\\"name\\":b","tag":"name"}');
+    assert.equal(res.statusCode, 200, res.body);
+    // A nested repeat of a key is counted in its own object (refused later as not an id, not as a duplicate).
+    expectError(await createRaw(h, token, '{"id":{"id":1},"name":"x"}'), 400, /^id must be/);
+  });
+});
 
 describe('--cors-origin refuses what the README says it refuses', () => {
   const refused = (value: string): string => {

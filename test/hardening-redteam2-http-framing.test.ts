@@ -11,89 +11,85 @@ import { startAdmin } from '../src/app/admin.js';
 import { issueToken } from '../src/auth/tokens.js';
 import type { Store } from '../src/store/store.js';
 import { exchange } from './helpers/raw-socket.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeHttpLayer } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/requirements.js';
 
 const portOf = (app: FastifyInstance) => (app.server.address() as AddressInfo).port;
 
-describeEachStore(
-  'request framing on a listening server',
-  (fx) => {
-    let store: Store;
-    let app: FastifyInstance;
-    let port: number;
-    let token: string;
-    before(async () => {
-      store = await fx.open();
-      app = await buildApp(fx.config(), { store });
-      await app.listen({ host: '127.0.0.1', port: 0 });
-      port = portOf(app);
-      token = (await issueToken(store.tokens, { owner: 'framing' })).token;
-    });
-    after(async () => {
-      await app?.close();
-    });
+describeHttpLayer('request framing on a listening server', (fx) => {
+  let store: Store;
+  let app: FastifyInstance;
+  let port: number;
+  let token: string;
+  before(async () => {
+    store = await fx.open();
+    app = await buildApp(fx.config(), { store });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = portOf(app);
+    token = (await issueToken(store.tokens, { owner: 'framing' })).token;
+  });
+  after(async () => {
+    await app?.close();
+  });
 
-    /** Sends a head with Expect: 100-continue, then the body only after 300 ms; returns all the server sent. */
-    const expectContinue = (authorization: string) => {
-      const body = '{"id":1,"name":"fern"}';
-      return exchange(
-        port,
-        (socket) => {
-          socket.write(
-            `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n` +
-              `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
-          );
-          setTimeout(() => socket.writable && socket.write(body), 300);
-        },
-        5000,
-      );
-    };
+  /** Sends a head with Expect: 100-continue, then the body only after 300 ms; returns all the server sent. */
+  const expectContinue = (authorization: string) => {
+    const body = '{"id":1,"name":"fern"}';
+    return exchange(
+      port,
+      (socket) => {
+        socket.write(
+          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+        );
+        setTimeout(() => socket.writable && socket.write(body), 300);
+      },
+      5000,
+    );
+  };
 
-    it('does not invite the body of a request whose token is not valid', { timeout: 10_000 }, async () => {
-      for (const bad of ['Bearer plnt_' + 'A'.repeat(43), 'Bearer not-a-token', 'Basic dXNlcjpwYXNz']) {
-        const { data } = await expectContinue(bad);
-        assert.doesNotMatch(data, /100 Continue/, `${bad}: ${data}`);
-        assert.match(data, /^HTTP\/1\.1 401 /, data);
-      }
-    });
+  it('does not invite the body of a request whose token is not valid', { timeout: 10_000 }, async () => {
+    for (const bad of ['Bearer plnt_' + 'A'.repeat(43), 'Bearer not-a-token', 'Basic dXNlcjpwYXNz']) {
+      const { data } = await expectContinue(bad);
+      assert.doesNotMatch(data, /100 Continue/, `${bad}: ${data}`);
+      assert.match(data, /^HTTP\/1\.1 401 /, data);
+    }
+  });
 
-    it('invites the body of a request with a valid token, then stores it', { timeout: 10_000 }, async () => {
-      const { data } = await expectContinue(`Bearer ${token}`);
-      assert.match(data, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, data);
-      assert.match(data, /\{"name":"fern"\}$/);
-    });
+  it('invites the body of a request with a valid token, then stores it', { timeout: 10_000 }, async () => {
+    const { data } = await expectContinue(`Bearer ${token}`);
+    assert.match(data, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, data);
+    assert.match(data, /\{"name":"fern"\}$/);
+  });
 
-    it(
-      'refuses a request with two Host headers with the JSON 400, and closes the connection',
-      { timeout: 10_000 },
-      async () => {
-        for (const second of ['Host: evil.example', 'host: x', 'HOST: x']) {
-          const { data } = await exchange(
-            port,
-            (socket) =>
-              socket.write(`GET /plants HTTP/1.1\r\nHost: x\r\n${second}\r\nAuthorization: Bearer ${token}\r\n\r\n`),
-            5000,
-          );
-          assert.match(data, /^HTTP\/1\.1 400 /, data);
-          assert.match(data, /connection: close/i);
-          assert.match(data, /\{"error":400,"message":"more than one Host header"\}$/);
-        }
-        // One Host is fine.
+  it(
+    'refuses a request with two Host headers with the JSON 400, and closes the connection',
+    { timeout: 10_000 },
+    async () => {
+      for (const second of ['Host: evil.example', 'host: x', 'HOST: x']) {
         const { data } = await exchange(
           port,
           (socket) =>
-            socket.write(
-              `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
-            ),
+            socket.write(`GET /plants HTTP/1.1\r\nHost: x\r\n${second}\r\nAuthorization: Bearer ${token}\r\n\r\n`),
           5000,
         );
-        assert.match(data, /^HTTP\/1\.1 200 /, data);
-      },
-    );
-  },
-  ['sqlite'],
-);
+        assert.match(data, /^HTTP\/1\.1 400 /, data);
+        assert.match(data, /connection: close/i);
+        assert.match(data, /\{"error":400,"message":"more than one Host header"\}$/);
+      }
+      // One Host is fine.
+      const { data } = await exchange(
+        port,
+        (socket) =>
+          socket.write(
+            `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+          ),
+        5000,
+      );
+      assert.match(data, /^HTTP\/1\.1 200 /, data);
+    },
+  );
+});
 
 describe('the admin listener', () => {
   let admin: FastifyInstance;

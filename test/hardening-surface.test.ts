@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { useApp } from './helpers/app.js';
 import { createRaw, expectError, jsonBody, newOwner } from './helpers/plants-http.js';
-import { describeEachStore } from './helpers/stores.js';
+import { describeEachStore, describeHttpLayer } from './helpers/stores.js';
 import { it } from './helpers/requirements.js';
 
 interface OpenApiDoc {
@@ -24,7 +24,7 @@ interface OpenApiDoc {
 
 const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options']);
 
-describeEachStore('attack surface', (fx) => {
+describeHttpLayer('attack surface', (fx) => {
   const h = useApp(fx);
 
   async function doc(): Promise<OpenApiDoc> {
@@ -100,6 +100,12 @@ describeEachStore('attack surface', (fx) => {
       assert.ok(res.statusCode !== 500 && !/\n\s+at /.test(res.body), `${what}: no 500 and no stack trace`);
     }
   });
+});
+
+// What the API hands to the store, and what it makes of the store's failures,
+// goes through each store's own code: checked on every store.
+describeEachStore('attack surface at the store', (fx) => {
+  const h = useApp(fx);
 
   it('keeps input away from SQL: text that looks like SQL is stored and listed verbatim (API10)', async () => {
     const token = await h.token(newOwner('surf'));
