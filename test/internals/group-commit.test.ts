@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from './helpers/requirements.js';
+import { after, before, describe, it } from '../helpers/requirements.js';
 import Database from 'better-sqlite3';
-import { openSqlite } from '../src/store/sqlite/db-connect.sqlite.js';
-import { GroupCommit } from '../src/store/sqlite/group-commit.js';
+import { openSqlite } from '../../src/store/sqlite/db-connect.sqlite.js';
+import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 
 describe('SQLite group commit', () => {
   let dir: string;

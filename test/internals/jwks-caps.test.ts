@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair } from 'jose';
 import { pino } from 'pino';
-import { JwksKeys } from '../src/auth/jwks.js';
-import { eventually } from './helpers/eventually.js';
-import { after, before, describe, it } from './helpers/requirements.js';
+import { JwksKeys } from '../../src/auth/jwks.js';
+import { eventually } from '../helpers/eventually.js';
+import { after, before, describe, it } from '../helpers/requirements.js';
 
 type Mode = 'ok' | 'huge' | 'endless' | 'many-keys' | 'huge-discovery';
 

@@ -2,11 +2,11 @@
 // PostgreSQL's synchronous_commit for the server's connections. And SQLite
 // connections leave more than SQLite's default 1000 pages in the log.
 import assert from 'node:assert/strict';
-import { it } from './helpers/requirements.js';
-import { openSqlite, WAL_CHECKPOINT_PAGES } from '../src/store/sqlite/db-connect.sqlite.js';
-import { createPgPool } from '../src/store/postgres/db-connect.postgres.js';
-import { storeConfig } from '../src/config.js';
-import { describeOnStore } from './helpers/stores.js';
+import { it } from '../helpers/requirements.js';
+import { openSqlite, WAL_CHECKPOINT_PAGES } from '../../src/store/sqlite/db-connect.sqlite.js';
+import { createPgPool } from '../../src/store/postgres/db-connect.postgres.js';
+import { storeConfig } from '../../src/config.js';
+import { describeOnStore } from '../helpers/stores.js';
 
 describeOnStore('sqlite', 'durability settings', (fx) => {
   it('full fsyncs every commit (synchronous=FULL), normal only at checkpoints (NORMAL)', () => {

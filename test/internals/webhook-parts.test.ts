@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from './helpers/requirements.js';
+import { after, describe, it } from '../helpers/requirements.js';
 import { Webhook } from 'standardwebhooks';
-import { addressRefusal, checkLiteralHost } from '../src/outbox/address-guard.js';
-import { eventBody, signedHeaders } from '../src/outbox/event-body.js';
-import { MAX_ATTEMPTS, nominalDelayMs, retryAfterMs, retryDelayMs } from '../src/outbox/retry-schedule.js';
-import { SecretBox, newSigningSecret, readKeyFile, readOrCreateKeyFile } from '../src/outbox/secret-box.js';
+import { addressRefusal, checkLiteralHost } from '../../src/outbox/address-guard.js';
+import { eventBody, signedHeaders } from '../../src/outbox/event-body.js';
+import { MAX_ATTEMPTS, nominalDelayMs, retryAfterMs, retryDelayMs } from '../../src/outbox/retry-schedule.js';
+import { SecretBox, newSigningSecret, readKeyFile, readOrCreateKeyFile } from '../../src/outbox/secret-box.js';
 
 describe('address guard', () => {
   it('refuses loopback, private, link-local, metadata and special ranges; passes public unicast', () => {

@@ -1,12 +1,12 @@
 // The verified-token cache on its own: bounded, keyed so that only the exact
 // token hits, and forgetting tokens whose key the issuer removed.
 import assert from 'node:assert/strict';
-import { after, before, it } from './helpers/requirements.js';
+import { after, before, it } from '../helpers/requirements.js';
 import { pino } from 'pino';
-import { JwtVerifier } from '../src/auth/jwt.js';
-import { loadConfig } from '../src/config.js';
-import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
-import { eventually } from './helpers/eventually.js';
+import { JwtVerifier } from '../../src/auth/jwt.js';
+import { loadConfig } from '../../src/config.js';
+import { AUDIENCE, TestIssuer } from '../helpers/jwt-issuer.js';
+import { eventually } from '../helpers/eventually.js';
 
 let issuer: TestIssuer;
 let kid: string;
