@@ -1,11 +1,11 @@
 // What a newcomer looks for beside the code: the licence, the changelog, a
 // systemd unit and a Dockerfile, each checked for what it promises.
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from './helpers/requirements.js';
+import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI_PATH, migrateWithCli, serveArgs, useProcessCleanup } from './helpers/server.js';
@@ -16,6 +16,9 @@ const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 const pkg = JSON.parse(read('package.json')) as { version: string; license: string };
+const noSystemd = await requirement('systemd-analyze', async () => {
+  await run('systemd-analyze', ['--version']);
+});
 
 describe('LICENSE and CHANGELOG.md', () => {
   it('the licence is the MIT licence package.json names', () => {
@@ -41,16 +44,6 @@ describe('LICENSE and CHANGELOG.md', () => {
   });
 });
 
-/** Why systemd-analyze cannot be used here, or undefined. */
-function systemdAnalyzeMissing(): string | undefined {
-  // Synchronous: a top-level await here would let the helpers' file-end hooks run early.
-  const probe = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
-  if (probe.error) return `systemd-analyze is not available: ${probe.error.message}`;
-  return probe.status === 0 ? undefined : `systemd-analyze --version failed: ${probe.stderr.trim()}`;
-}
-const noSystemd = systemdAnalyzeMissing();
-const skipOrFail = (reason: string | undefined) => (reason && process.env.CI !== 'true' ? { skip: reason } : {});
-
 describe('deploy/plant-store.service', () => {
   const unit = read('deploy/plant-store.service');
 
@@ -73,20 +66,21 @@ describe('deploy/plant-store.service', () => {
     assert.ok(stop > 25, 'systemd waits longer than the 25 s drain before it kills');
   });
 
-  it('passes systemd-analyze verify', { ...skipOrFail(noSystemd), timeout: 30_000 }, async () => {
-    assert.equal(noSystemd, undefined, noSystemd);
-    // Point ExecStart at this checkout's CLI rather than an installed one.
-    const dir = mkdtempSync(join(tmpdir(), 'plant-store-unit-'));
-    try {
-      const copy = join(dir, 'plant-store.service');
-      writeFileSync(copy, unit.replace(' /usr/local/bin/plant-store ', ` ${CLI_PATH} `));
-      const { stdout, stderr } = await run('systemd-analyze', ['verify', copy]);
-      // verify exits 0 even for settings it ignores; anything it says is a problem.
-      assert.equal(stdout + stderr, '', 'systemd-analyze verify has no complaint');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  needs(noSystemd, () =>
+    it('passes systemd-analyze verify', { timeout: 30_000 }, async () => {
+      // Point ExecStart at this checkout's CLI rather than an installed one.
+      const dir = mkdtempSync(join(tmpdir(), 'plant-store-unit-'));
+      try {
+        const copy = join(dir, 'plant-store.service');
+        writeFileSync(copy, unit.replace(' /usr/local/bin/plant-store ', ` ${CLI_PATH} `));
+        const { stdout, stderr } = await run('systemd-analyze', ['verify', copy]);
+        // verify exits 0 even for settings it ignores; anything it says is a problem.
+        assert.equal(stdout + stderr, '', 'systemd-analyze verify has no complaint');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }),
+  );
 });
 
 describe('Dockerfile', () => {
