@@ -87,10 +87,10 @@ describeEachStore('metrics on the admin port', (fx) => {
   after(() => stopGracefully(server));
 
   it('serves /metrics, /healthz and /readyz on the admin port, and /metrics never on the public port', async () => {
-    const pub = await httpRequest(`${server.url}/metrics`);
+    const pub = await httpRequest(`${server.url}/metrics`, { token });
     assert.equal(pub.status, 404);
     assert.deepEqual(JSON.parse(pub.body), { error: 404, message: 'no route for GET /metrics' });
-    assert.equal((await httpRequest(`${server.url}/metrics`, { token })).status, 404);
+    assert.equal((await httpRequest(`${server.url}/metrics`)).status, 401, 'an unknown path needs a token too');
 
     await scrape(admin);
     assert.deepEqual(JSON.parse((await httpRequest(`${admin}/healthz`)).body), { status: 'ok' });
@@ -122,7 +122,7 @@ describeEachStore('metrics on the admin port', (fx) => {
     assert.equal((await httpRequest(`${server.url}/plants`, { method: 'PUT', token })).status, 405);
     const big = { id: 1, name: 'x'.repeat(2000) };
     assert.equal((await httpRequest(`${server.url}/plants`, { method: 'POST', token, json: big })).status, 413);
-    assert.equal((await httpRequest(`${server.url}/nowhere/${id}`)).status, 404);
+    assert.equal((await httpRequest(`${server.url}/nowhere/${id}`, { token })).status, 404);
     assert.equal((await httpRequest(`${server.url}/plants/%E0%A4%A`, { method: 'DELETE', token })).status, 400);
     const overflow = `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
     assert.equal(await rawStatus(server.port, overflow), 431);
@@ -292,7 +292,7 @@ describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
       assert.ok(valueOf(samples, 'process_resident_memory_bytes')! > 20_000_000);
       const ready = await httpRequest(`${admin}/readyz`);
       assert.equal(ready.status, 200, ready.body);
-      assert.equal((await httpRequest(`${server.url}/metrics`)).status, 404);
+      assert.equal((await httpRequest(`${server.url}/metrics`, { token })).status, 404);
     } finally {
       await stopGracefully(server);
     }

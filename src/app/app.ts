@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type onRequestHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
@@ -61,6 +61,19 @@ function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (waiting.delete(request.raw)) reply.raw.writeContinue();
     done(null, payload);
+  });
+}
+
+/**
+ * A path no route serves is answered 404 only to a caller with a valid token
+ * (any scope), and 401 otherwise, like the API's own paths: an unknown path
+ * tells a stranger nothing. Either way from onRequest, before any body is read.
+ */
+function requireTokenOnUnknownPaths(app: FastifyInstance, guard: onRequestHookHandler): void {
+  app.addHook('onRequest', function unknownPath(request, reply, done) {
+    if (!request.is404) return done();
+    const path = request.url.split('?')[0]!.slice(0, 200);
+    guard.call(this, request, reply, (error) => done(error ?? errors.notFound(`no route for ${request.method} ${path}`)));
   });
 }
 
@@ -194,6 +207,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   await app.register(openapiRoute);
   await app.register(docsRoutes);
   await app.register(rootRoute);
-  addMethodNotAllowed();
+  addMethodNotAllowed(authenticate);
+  requireTokenOnUnknownPaths(app, authenticate(null));
   return app;
 }

@@ -1,4 +1,5 @@
-import type { FastifyInstance, HTTPMethods } from 'fastify';
+import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify';
+import { takesToken, type Authenticate } from '../auth/bearer.js';
 import { errors } from '../http/errors.js';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -6,17 +7,21 @@ const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
 /**
  * Collects the methods of every route as it is declared, then answers the
  * other methods on those paths with 405 and an Allow header (OPTIONS: 204).
+ * On a path whose routes take a token, the 405 comes only after a valid
+ * token (any scope): without one, 401 like every other request there.
  * Call it before the routes are registered, and call what it returns after them.
  */
-export function trackMethods(app: FastifyInstance): () => void {
+export function trackMethods(app: FastifyInstance): (authenticate: Authenticate) => void {
   const allowed = new Map<string, Set<string>>();
+  const guarded = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (route.config && (route.config as { methodNotAllowed?: boolean }).methodNotAllowed) return;
     const set = allowed.get(route.url) ?? new Set<string>();
     for (const m of [route.method].flat()) set.add(m);
     allowed.set(route.url, set);
+    if (takesToken(route)) guarded.add(route.url);
   });
-  return () =>
+  return (authenticate) =>
     app.register(async (scope) => {
       for (const [url, set] of allowed) {
         // Fastify adds the trailing-slash twin of a plugin's "/" route (GET /docs/) without an onRoute call.
@@ -32,17 +37,24 @@ export function trackMethods(app: FastifyInstance): () => void {
           config: { methodNotAllowed: true },
           schema: { hide: true },
           // Answered from onRequest, before any body is read or parsed.
-          onRequest: async (request, reply) => {
-            if (request.method === 'OPTIONS') {
-              void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', '));
-              return reply.send();
-            }
-            throw errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']);
-          },
+          onRequest: refuse(guarded.has(url) ? authenticate(null) : undefined, path, allow),
           handler: async () => undefined,
         });
       }
     });
+}
+
+/** OPTIONS: 204 with Allow, like a CORS preflight, which never carries a token; other methods: 405, after `guard`. */
+function refuse(guard: onRequestHookHandler | undefined, path: string, allow: readonly string[]): onRequestHookHandler {
+  return function methodNotAllowed(request, reply, done) {
+    if (request.method === 'OPTIONS') {
+      void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', ')).send();
+      return;
+    }
+    const answer = (error?: Error) => done(error ?? errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']));
+    if (guard === undefined) return answer();
+    guard.call(this, request, reply, answer);
+  };
 }
 
 declare module 'fastify' {

@@ -1,4 +1,10 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import type {
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onRequestHookHandler,
+  RouteOptions,
+} from 'fastify';
 import { errors } from '../http/errors.js';
 import { headerCount } from '../http/headers.js';
 import { LogSampler, clip } from '../http/log-lines.js';
@@ -17,7 +23,14 @@ declare module 'fastify' {
 // RFC 7235: the scheme name is case-insensitive; RFC 6750 b64token syntax.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-export type Authenticate = (scope: Scope) => onRequestHookHandler;
+/** The bearer check for a scope, as an onRequest hook; `null`: any valid token, whatever its scopes. */
+export type Authenticate = (scope: Scope | null) => onRequestHookHandler;
+
+/** The routes that take a bearer token declare it for the OpenAPI document (open ones declare `security: []`). */
+export function takesToken(route: Pick<RouteOptions, 'schema'>): boolean {
+  const security = (route.schema as { security?: unknown } | undefined)?.security;
+  return Array.isArray(security) && security.length > 0;
+}
 
 /**
  * Route-level onRequest hooks: they run before the body is read, so a request
@@ -31,11 +44,11 @@ export type Authenticate = (scope: Scope) => onRequestHookHandler;
 export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
   // Anyone can send bogus JWTs: one line per reason per 10 s, with a count of the others.
   const refusals = new LogSampler(10_000);
-  const check = (request: FastifyRequest, scope: Scope, record: TokenRecord | undefined): Error | undefined => {
+  const check = (request: FastifyRequest, scope: Scope | null, record: TokenRecord | undefined): Error | undefined => {
     if (!record) return errors.invalidToken('unknown token');
     const unusable = unusableReason(record);
     if (unusable) return errors.invalidToken(unusable);
-    if (!record.scopes.includes(scope)) return errors.insufficientScope(scope);
+    if (scope !== null && !record.scopes.includes(scope)) return errors.insufficientScope(scope);
     request.principal = { tokenId: record.id, owner: record.owner, scopes: record.scopes };
     return undefined;
   };
@@ -63,12 +76,12 @@ function checkJwt(
   jwt: JwtVerifier,
   refusals: LogSampler,
   request: FastifyRequest,
-  scope: Scope,
+  scope: Scope | null,
   token: string,
   done: HookHandlerDoneFunction,
 ): void {
   const allow = (principal: Principal): Error | undefined => {
-    if (!principal.scopes.includes(scope)) return errors.insufficientScope(scope);
+    if (scope !== null && !principal.scopes.includes(scope)) return errors.insufficientScope(scope);
     request.principal = principal;
     return undefined;
   };

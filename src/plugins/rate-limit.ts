@@ -4,7 +4,8 @@ import rateLimit, {
   type FastifyRateLimitStoreCtor,
 } from '@fastify/rate-limit';
 import { LRUCache } from 'lru-cache';
-import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { takesToken } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
 import type { Config, Rate } from '../config.js';
 import { AppError, errors } from '../http/errors.js';
@@ -21,12 +22,6 @@ function storeClass(store: FastifyRateLimitStore): FastifyRateLimitStoreCtor {
     return store;
   } as unknown as FastifyRateLimitStoreCtor;
 }
-
-/** The routes that take a bearer token declare it for the OpenAPI document (open ones declare `security: []`). */
-const needsToken = (route: RouteOptions) => {
-  const security = (route.schema as { security?: unknown } | undefined)?.security;
-  return Array.isArray(security) && security.length > 0;
-};
 
 const principalOf = (request: FastifyRequest) => request.principal as Principal | null;
 
@@ -91,7 +86,7 @@ function limitAuthFailures(app: FastifyInstance, store: FastifyRateLimitStore, r
   };
   // Only on the routes that take a token: health checks from the same address keep working.
   app.addHook('onRoute', (route) => {
-    if (needsToken(route))
+    if (takesToken(route))
       route.onRequest = [refuseBlocked, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
   });
 
@@ -117,7 +112,7 @@ function limitAuthFailures(app: FastifyInstance, store: FastifyRateLimitStore, r
 function document429(app: FastifyInstance): void {
   const tooMany = errorResponses(429);
   app.addHook('onRoute', (route) => {
-    if (!needsToken(route) || route.schema === undefined) return;
+    if (!takesToken(route) || route.schema === undefined) return;
     route.schema = { ...route.schema, response: { ...(route.schema.response as object), ...tooMany } };
   });
 }

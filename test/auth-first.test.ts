@@ -1,0 +1,57 @@
+// The token is checked before anything else about a request: an unknown
+// path, or a method its path does not allow, is 404 or 405 only to a caller
+// with a valid token (any scope), 401 to anyone else, and neither reads the
+// body. The open paths (health, the document, the docs page) stay open.
+import assert from 'node:assert/strict';
+import { it } from './helpers/requirements.js';
+import { useApp } from './helpers/app.js';
+import { describeHttpLayer } from './helpers/stores.js';
+
+type Probe = { method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH'; url: string; status: number; message: string };
+
+const PROBES: Probe[] = [
+  { method: 'PUT', url: '/plants', status: 405, message: 'PUT is not allowed on /plants; allowed: GET, HEAD, POST, OPTIONS' },
+  { method: 'GET', url: '/plants/1', status: 405, message: 'GET is not allowed on /plants/{id}; allowed: DELETE, OPTIONS' },
+  { method: 'PATCH', url: '/plants/events', status: 405, message: 'PATCH is not allowed on /plants/events; allowed: GET, HEAD, OPTIONS' },
+  { method: 'GET', url: '/nope', status: 404, message: 'no route for GET /nope' },
+  { method: 'POST', url: '/nope?x=1', status: 404, message: 'no route for POST /nope' },
+];
+
+describeHttpLayer('authentication before routing', (fx) => {
+  const h = useApp(fx);
+
+  it('answers an unknown path or a wrong method 401 without a valid token, 404 or 405 with one', async () => {
+    const reader = await h.token('first-owner', { scopes: ['plants:read'] });
+    for (const { method, url, status, message } of PROBES) {
+      // A body that is not JSON: were it read, the answer would be a 400.
+      const body = { payload: '{', headers: { 'content-type': 'application/json' } };
+      const none = await h.request({ method, url, ...body });
+      assert.equal(none.statusCode, 401, `${method} ${url}`);
+      assert.equal(JSON.parse(none.body).error, 401);
+      const bad = await h.request({ method, url, ...body, token: 'plnt_' + 'x'.repeat(43) });
+      assert.equal(bad.statusCode, 401, `${method} ${url} with an unknown token`);
+      const known = await h.request({
+        method,
+        url,
+        ...body,
+        headers: { ...body.headers, authorization: `Bearer ${reader}` },
+      });
+      assert.deepEqual([known.statusCode, JSON.parse(known.body)], [status, { error: status, message }]);
+    }
+  });
+
+  it('keeps the open paths open: their other methods are 405 without a token', async () => {
+    for (const url of ['/healthz', '/readyz', '/openapi.json']) {
+      const res = await h.request({ method: 'POST', url });
+      assert.equal(res.statusCode, 405, url);
+      assert.equal(JSON.parse(res.body).error, 405);
+    }
+    assert.equal((await h.request({ method: 'GET', url: '/healthz' })).statusCode, 200);
+  });
+
+  it('answers OPTIONS with Allow without a token, as a preflight would be', async () => {
+    const res = await h.request({ method: 'OPTIONS', url: '/plants' });
+    assert.equal(res.statusCode, 204);
+    assert.equal(res.headers.allow, 'GET, HEAD, POST, OPTIONS');
+  });
+});
