@@ -74,10 +74,11 @@ describeHttpLayer('CORS with --cors-origin', (fx) => {
     const plain = await h.request({ method: 'OPTIONS', url: '/plants' });
     assert.equal(plain.statusCode, 204);
     assert.match(String(plain.headers.allow), /GET/);
-    const unknown = await h.request({ method: 'OPTIONS', url: '/nowhere', headers: { origin: APP } });
+    const token = await h.token('cors-owner');
+    const unknown = await h.request({ method: 'OPTIONS', url: '/nowhere', headers: { origin: APP }, token });
     assert.equal(unknown.statusCode, 404);
     assert.equal(JSON.parse(unknown.body).error, 404);
-    const get = await h.request({ method: 'GET', url: '/nowhere' });
+    const get = await h.request({ method: 'GET', url: '/nowhere', token });
     assert.equal(get.statusCode, 404, 'the preflight route does not answer other methods');
   });
 });
