@@ -813,13 +813,8 @@ function checkJwtSettings(config: Config, label: (key: string) => string): void 
     if (value !== undefined && !isHttpUrl(value)) {
       throw new ConfigError(`${label(key)} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
     }
-    const host = value === undefined ? undefined : new URL(value);
-    if (host?.protocol === 'http:' && !isLoopback(host.hostname) && !config.jwtAllowHttp) {
-      throw new ConfigError(
-        `${label(key)} is http:// to ${host.hostname}, another machine: anyone on the way could swap the signing keys ` +
-          `and mint tokens. Use https://, or set ${named('jwtAllowHttp')} if the network between is trusted`,
-      );
-    }
+    const unprotected = value === undefined ? undefined : unprotectedKeyUrl(new URL(value), config.jwtAllowHttp);
+    if (unprotected !== undefined) throw new ConfigError(`${label(key)} ${unprotected}`);
   }
   const keySource = jwtKeySource(config);
   if (keySource === undefined) {
@@ -847,6 +842,20 @@ function named(key: string): string {
   return `--${name} (${SETTINGS[name].env})`;
 }
 
+/**
+ * Why signing keys may not be fetched from `url`, or undefined when they may:
+ * over https, over http to this machine, or over http anywhere with
+ * --jwt-allow-http. The rule holds for the configured URL and for the
+ * jwks_uri an issuer's discovery document names.
+ */
+export function unprotectedKeyUrl(url: URL, allowHttp: boolean): string | undefined {
+  if (url.protocol !== 'http:' || allowHttp || isLoopback(url.hostname)) return undefined;
+  return (
+    `is http:// to ${url.hostname}, another machine: anyone on the way could swap the signing keys ` +
+    `and mint tokens. Use https://, or set ${named('jwtAllowHttp')} if the network between is trusted`
+  );
+}
+
 /** Whether a URL's host name is this machine: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '');
@@ -863,19 +872,25 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-/** Where the signing keys of bearer JWTs come from: a JWKS URL, or an OIDC issuer's discovery document. */
-export type JwtKeySource = { jwksUrl: string } | { oidcIssuer: string };
+/**
+ * Where the signing keys of bearer JWTs come from: a JWKS URL, or an OIDC
+ * issuer's discovery document. The jwks_uri the document names is held to
+ * unprotectedKeyUrl too, with allowHttp (--jwt-allow-http; absent: false).
+ */
+export type JwtKeySource = { jwksUrl: string } | { oidcIssuer: string; allowHttp?: boolean };
 
 /** The configured source of JWT signing keys; undefined when bearer JWTs are off. */
-export function jwtKeySource(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): JwtKeySource | undefined {
+export function jwtKeySource(
+  config: Pick<Config, 'jwksUrl' | 'oidcIssuer' | 'jwtAllowHttp'>,
+): JwtKeySource | undefined {
   if (config.jwksUrl !== undefined) return { jwksUrl: config.jwksUrl };
-  if (config.oidcIssuer !== undefined) return { oidcIssuer: config.oidcIssuer };
+  if (config.oidcIssuer !== undefined) return { oidcIssuer: config.oidcIssuer, allowHttp: config.jwtAllowHttp };
   return undefined;
 }
 
 /** Whether bearer JWTs are accepted (a JWKS URL or an OIDC issuer is configured). */
 export function jwtEnabled(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): boolean {
-  return jwtKeySource(config) !== undefined;
+  return config.jwksUrl !== undefined || config.oidcIssuer !== undefined;
 }
 
 export function isPostgresUrl(db: string): boolean {

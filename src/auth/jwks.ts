@@ -6,10 +6,8 @@ import {
   type JWTHeaderParameters,
   type FlattenedJWSInput,
 } from 'jose';
+import { unprotectedKeyUrl, type JwtKeySource } from '../config.js';
 import { clip } from '../http/log-lines.js';
-
-/** Where the signing keys come from: a JWKS URL, or an OIDC issuer whose discovery document names one. */
-export type KeySource = { jwksUrl: string } | { oidcIssuer: string };
 
 export interface JwksTiming {
   /** Least time between two fetches that tokens with an unknown key cause. */
@@ -106,7 +104,7 @@ const kidOf = (header: JWTHeaderParameters): string =>
  * failed fetch keeps the keys already known.
  */
 export class JwksKeys {
-  readonly #source: KeySource;
+  readonly #source: JwtKeySource;
   readonly #log: FastifyBaseLogger;
   readonly #timing: JwksTiming;
   #remote: RemoteSet | undefined;
@@ -122,7 +120,7 @@ export class JwksKeys {
   /** Called after a refresh dropped keys: whatever was verified with them must be forgotten. */
   onKeysRemoved: () => void = () => {};
 
-  constructor(source: KeySource, log: FastifyBaseLogger, timing: Partial<JwksTiming> = {}) {
+  constructor(source: JwtKeySource, log: FastifyBaseLogger, timing: Partial<JwksTiming> = {}) {
     this.#source = source;
     this.#log = log;
     this.#timing = { ...DEFAULT_TIMING, ...timing };
@@ -242,12 +240,17 @@ export class JwksKeys {
   /** The JWKS URL: configured, or discovered once from the issuer's OpenID configuration. */
   async #jwksUrl(): Promise<URL> {
     if ('jwksUrl' in this.#source) return new URL(this.#source.jwksUrl);
-    return discoverJwksUrl(this.#source.oidcIssuer, this.#timing.timeoutMs);
+    return discoverJwksUrl(this.#source.oidcIssuer, this.#source.allowHttp ?? false, this.#timing.timeoutMs);
   }
 }
 
-/** OpenID Connect Discovery 1.0, section 4: the issuer's configuration names its jwks_uri. */
-async function discoverJwksUrl(issuer: string, timeoutMs: number): Promise<URL> {
+/**
+ * OpenID Connect Discovery 1.0, section 4: the issuer's configuration names
+ * its jwks_uri. The keys are fetched from there only under the rule the
+ * configured URL obeys (unprotectedKeyUrl): an https issuer could otherwise
+ * send them over plain http to another machine.
+ */
+async function discoverJwksUrl(issuer: string, allowHttp: boolean, timeoutMs: number): Promise<URL> {
   const where = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
   const response = await fetch(where, {
     redirect: 'manual',
@@ -268,6 +271,8 @@ async function discoverJwksUrl(issuer: string, timeoutMs: number): Promise<URL> 
   const url = new URL(doc.jwks_uri);
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new Error(`${where} names a jwks_uri that is not http(s)`);
+  const unprotected = unprotectedKeyUrl(url, allowHttp);
+  if (unprotected !== undefined) throw new Error(`${where} names a jwks_uri that ${unprotected}`);
   return url;
 }
 

@@ -48,7 +48,14 @@ export class JwtVerifier {
   constructor(
     config: Pick<
       Config,
-      'jwksUrl' | 'oidcIssuer' | 'jwtIssuer' | 'jwtAudience' | 'jwtOwnerClaim' | 'jwksCooldownMs' | 'jwksRetryMs'
+      | 'jwksUrl'
+      | 'oidcIssuer'
+      | 'jwtAllowHttp'
+      | 'jwtIssuer'
+      | 'jwtAudience'
+      | 'jwtOwnerClaim'
+      | 'jwksCooldownMs'
+      | 'jwksRetryMs'
     >,
     log: FastifyBaseLogger,
     options: JwtOptions = {},
