@@ -35,6 +35,16 @@ describeHttpLayer('cheap refusals and strict numbers', (fx) => {
       () => `{${Array.from({ length: 90_000 }, (_, i) => `"k${i}":1`).join(',')}}`.slice(0, MIB - 10) + '}',
       TOO_MANY,
     ],
+    [
+      'a word of a million letters outside quotes',
+      () => `{"id":1,"name":"x",${'Z'.repeat(MIB - 30)}}`,
+      /^request body is not valid JSON: it holds a word outside quotes longer than any number, true, false or null$/,
+    ],
+    [
+      'true written twenty times over',
+      () => 'true'.repeat(20),
+      /^request body is not valid JSON: it holds a word outside quotes longer than any number, true, false or null$/,
+    ],
     ['an id array of half a million elements', () => `{"id":[${'1,'.repeat(MIB / 2 - 20)}1],"name":"x"}`, TOO_MANY],
     ['100 000 nested arrays', () => `{"id":${'['.repeat(100_000)}${']'.repeat(100_000)},"name":"x"}`, TOO_MANY],
   ];

@@ -1,6 +1,8 @@
 // What a raw HTTP client can do with the request framing: Expect:
-// 100-continue invites the body only for a valid token, two Host headers are
-// refused, and the admin listener gets the main port's connection cap and
+// 100-continue invites the body only for a valid token, other expectations,
+// transfer codings but chunked, two Host or Content-Type headers, a body on
+// DELETE, CONNECT and unknown or repeated query parameters are refused with a
+// JSON error, and the admin listener gets the main port's connection cap and
 // timeouts. A listening app on an ephemeral port, driven with raw sockets.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -89,6 +91,127 @@ describeHttpLayer('request framing on a listening server', (fx) => {
       assert.match(data, /^HTTP\/1\.1 200 /, data);
     },
   );
+
+  /** One raw request with Connection: close; the status and the JSON body of the answer, and its head. */
+  const raw = async (head: string, body = '') => {
+    const { data } = await exchange(port, (socket) => socket.write(`${head}Connection: close\r\n\r\n${body}`), 5000);
+    const split = data.indexOf('\r\n\r\n');
+    const text = data.slice(split + 4);
+    return { status: Number(data.slice(9, 12)), head: data.slice(0, split), body: text ? JSON.parse(text) : undefined };
+  };
+  const auth = () => `Authorization: Bearer ${token}\r\n`;
+  const listed = async () =>
+    (await (
+      await fetch(`http://127.0.0.1:${port}/plants?limit=1000`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { name: string }[];
+
+  it(
+    'answers an expectation other than 100-continue with a JSON 417, after the token check',
+    { timeout: 10_000 },
+    async () => {
+      const head = (a: string) =>
+        `POST /plants HTTP/1.1\r\nHost: x\r\n${a}Content-Type: application/json\r\nContent-Length: 24\r\nExpect: 200-ok\r\n`;
+      assert.equal((await raw(head(''), '{"id":71,"name":"nope"}')).status, 401);
+      const r = await raw(head(auth()), '{"id":71,"name":"nope"}');
+      assert.deepEqual(
+        [r.status, r.body],
+        [417, { error: 417, message: 'Expect: 200-ok cannot be met: only 100-continue is understood' }],
+      );
+      assert.match(r.head, /x-content-type-options: nosniff/);
+      assert.equal(
+        (await listed()).some((p) => p.name === 'nope'),
+        false,
+      );
+    },
+  );
+
+  it('refuses a transfer coding other than chunked with a JSON 501, storing nothing', { timeout: 10_000 }, async () => {
+    const body = '{"id":72,"name":"gz"}';
+    const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const r = await raw(
+      `POST /plants HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n`,
+      chunked,
+    );
+    assert.equal(r.status, 501);
+    assert.equal(
+      r.body.message,
+      'Transfer-Encoding "gzip, chunked" is not supported: send chunked or a Content-Length',
+    );
+    const plain = await raw(
+      `POST /plants HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n`,
+      chunked.replace('72', '73'),
+    );
+    assert.equal(plain.status, 200, 'chunked alone is fine');
+    assert.deepEqual(
+      (await listed()).map((p) => p.name).filter((n) => n === 'gz'),
+      ['gz'],
+      'one stored, by the chunked request',
+    );
+  });
+
+  it('refuses two Content-Type headers, whichever comes first', { timeout: 10_000 }, async () => {
+    const body = '{"id":74,"name":"typed"}';
+    for (const types of [
+      'application/json\r\nContent-Type: text/plain',
+      'text/plain\r\nContent-Type: application/json',
+    ]) {
+      const r = await raw(
+        `POST /plants HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: ${types}\r\nContent-Length: ${body.length}\r\n`,
+        body,
+      );
+      assert.deepEqual([r.status, r.body], [400, { error: 400, message: 'more than one Content-Type header' }]);
+    }
+    assert.equal(
+      (await listed()).some((p) => p.name === 'typed'),
+      false,
+    );
+  });
+
+  it('refuses a DELETE with a body, deleting nothing', { timeout: 10_000 }, async () => {
+    assert.equal(
+      (
+        await raw(
+          `POST /plants HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\nContent-Length: 23\r\n`,
+          '{"id":75,"name":"kept"}',
+        )
+      ).status,
+      200,
+    );
+    for (const framing of ['Content-Type: application/json\r\nContent-Length: 2\r\n', 'Content-Length: 1\r\n']) {
+      const r = await raw(
+        `DELETE /plants/75 HTTP/1.1\r\nHost: x\r\n${auth()}${framing}`,
+        framing.includes('2') ? '{}' : 'x',
+      );
+      assert.deepEqual([r.status, r.body], [400, { error: 400, message: 'DELETE takes no request body' }]);
+    }
+    assert.equal(
+      (await listed()).some((p) => p.name === 'kept'),
+      true,
+    );
+    assert.equal((await raw(`DELETE /plants/75 HTTP/1.1\r\nHost: x\r\n${auth()}`)).status, 204);
+  });
+
+  it('answers CONNECT with a JSON 405 instead of closing the connection', { timeout: 10_000 }, async () => {
+    const r = await raw('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n');
+    assert.deepEqual(
+      [r.status, r.body],
+      [405, { error: 405, message: 'CONNECT is not allowed: this server is not a proxy' }],
+    );
+    assert.match(r.head, /content-type: application\/json; charset=utf-8/);
+  });
+
+  it('refuses unknown and repeated query parameters on every route', { timeout: 10_000 }, async () => {
+    const cases: [string, string, string][] = [
+      ['DELETE', '/plants/1?x=1', 'unknown query parameter "x"'],
+      ['GET', '/plants/events?x=1', 'unknown query parameter "x"'],
+      ['GET', '/plants?limit=1&limit=2', 'query parameter "limit" is given more than once'],
+      ['GET', '/plants?cursor=a&cursor=b', 'query parameter "cursor" is given more than once'],
+    ];
+    for (const [method, url, message] of cases) {
+      const r = await raw(`${method} ${url} HTTP/1.1\r\nHost: x\r\n${auth()}Accept: text/event-stream\r\n`);
+      assert.deepEqual([r.status, r.body], [400, { error: 400, message }], `${method} ${url}`);
+    }
+  });
 });
 
 describe('the admin listener', () => {

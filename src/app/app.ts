@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance, type onRequestHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
@@ -24,6 +23,7 @@ import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { checkRequestFraming } from './request-framing.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -45,26 +45,6 @@ let requestCounter = 0;
 const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`;
 
 /**
- * Node answers "Expect: 100-continue" by inviting the body before any hook
- * runs. Invite it only once the body could be accepted: after the route's
- * onRequest hooks (the token check) passed, when the body is about to be
- * read, and only within the size limit. Otherwise the request goes straight
- * to the handlers, which refuse it (401, 413) without reading the body.
- */
-function refuseEarly(app: FastifyInstance, bodyLimit: number): void {
-  const waiting = new WeakSet<IncomingMessage>();
-  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    const length = Number(req.headers['content-length'] ?? 0);
-    if (!(length > bodyLimit)) waiting.add(req);
-    app.server.emit('request', req, res);
-  });
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    if (waiting.delete(request.raw)) reply.raw.writeContinue();
-    done(null, payload);
-  });
-}
-
-/**
  * A path no route serves is answered 404 only to a caller with a valid token
  * (any scope), and 401 otherwise, like the API's own paths: an unknown path
  * tells a stranger nothing. Either way from onRequest, before any body is read.
@@ -73,7 +53,9 @@ function requireTokenOnUnknownPaths(app: FastifyInstance, guard: onRequestHookHa
   app.addHook('onRequest', function unknownPath(request, reply, done) {
     if (!request.is404) return done();
     const path = request.url.split('?')[0]!.slice(0, 200);
-    guard.call(this, request, reply, (error) => done(error ?? errors.notFound(`no route for ${request.method} ${path}`)));
+    guard.call(this, request, reply, (error) =>
+      done(error ?? errors.notFound(`no route for ${request.method} ${path}`)),
+    );
   });
 }
 
@@ -164,7 +146,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     }
     done();
   });
-  refuseEarly(app, config.bodyLimit);
+  checkRequestFraming(app, config.bodyLimit);
   // Both hook into every route as it is declared, so they come before the routes.
   if (metrics) recordHttpMetrics(app);
   await registerRateLimits(app, config);

@@ -62,9 +62,14 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
   let integers = true;
   let from = 0;
   const literalTooLong = (to: number) => to - from > 64 && LONG_LITERAL.test(text.slice(from, to));
+  const longLiteral = (): { refusal: string } => ({
+    refusal: /^\s*-?[0-9]/.test(text.slice(from, from + 80))
+      ? 'a number in the request body is too long'
+      : 'request body is not valid JSON: it holds a word outside quotes longer than any number, true, false or null',
+  });
   STRUCTURE.lastIndex = 0;
   for (let m = STRUCTURE.exec(text); m !== null; m = STRUCTURE.exec(text)) {
-    if (literalTooLong(m.index)) return { refusal: 'a number in the request body is too long' };
+    if (literalTooLong(m.index)) return longLiteral();
     if (m[0] !== '"') {
       if (++count > max)
         return {
@@ -88,7 +93,7 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
     }
     STRUCTURE.lastIndex = from = end + 1;
   }
-  if (literalTooLong(text.length)) return { refusal: 'a number in the request body is too long' };
+  if (literalTooLong(text.length)) return longLiteral();
   return { keys, integers: integers && !notInteger(text, from, text.length) };
 }
 

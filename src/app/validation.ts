@@ -63,6 +63,13 @@ function describe(error: ValueError, part: Part, root: TSchema): string {
   return key ? `${key}: ${error.message}` : error.message;
 }
 
+/** A query parameter given more than once (parsed as an array), quoted and cut short: which one the caller meant is unknown. */
+function repeatedKey(query: unknown): string | undefined {
+  if (typeof query !== 'object' || query === null) return undefined;
+  for (const [key, value] of Object.entries(query)) if (Array.isArray(value)) return JSON.stringify(key.slice(0, 64));
+  return undefined;
+}
+
 export class RequestValidationError extends Error {
   override name = 'RequestValidationError';
 }
@@ -72,6 +79,11 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
   const part = (httpPart ?? 'body') as Part;
   const convert = textConverter(schema, part);
   return (input: unknown) => {
+    if (part === 'querystring') {
+      const repeated = repeatedKey(input);
+      if (repeated !== undefined)
+        return { error: new RequestValidationError(`query parameter ${repeated} is given more than once`) };
+    }
     const value = convert ? convert(input) : input;
     if (check.Check(value)) return { value };
     const messages = new Set<string>();

@@ -41,6 +41,8 @@ export type ErrorCode =
   | 'CONFLICT'
   | 'PRECONDITION_FAILED'
   | 'RANGE_NOT_SATISFIABLE'
+  | 'EXPECTATION_FAILED'
+  | 'NOT_IMPLEMENTED'
   | 'TOO_MANY_REQUESTS'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -80,10 +82,14 @@ export const errors = {
     new AppError('METHOD_NOT_ALLOWED', 405, `${method} is not allowed on ${path}; allowed: ${allow.join(', ')}`, {
       allow: allow.join(', '),
     }),
+  /** A method no path allows (CONNECT): nothing to list in Allow. */
+  methodNotAllowedAnywhere: (message: string) => new AppError('METHOD_NOT_ALLOWED', 405, message),
   conflict: (message: string) => new AppError('CONFLICT', 409, message),
   preconditionFailed: () =>
     new AppError('PRECONDITION_FAILED', 412, 'a precondition (If-Match, If-Unmodified-Since) does not hold'),
   rangeNotSatisfiable: () => new AppError('RANGE_NOT_SATISFIABLE', 416, 'the requested range is not satisfiable'),
+  expectationFailed: (message: string) => new AppError('EXPECTATION_FAILED', 417, message),
+  notImplemented: (message: string) => new AppError('NOT_IMPLEMENTED', 501, message),
   payloadTooLarge: (limit: number) =>
     new AppError('PAYLOAD_TOO_LARGE', 413, `request body is larger than the limit of ${limit} bytes`),
   unsupportedMediaType: (contentType: string | undefined) =>

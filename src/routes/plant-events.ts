@@ -4,6 +4,7 @@ import type { Authenticate } from '../auth/bearer.js';
 import { errors } from '../http/errors.js';
 import { markLongLived } from '../http/long-lived.js';
 import { INT64_MAX, parseInt64Text } from '../schemas/int64.js';
+import { NoQuery } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { EventFeed } from './event-feed.js';
 
@@ -48,6 +49,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
         tags: ['plants'],
         security: [{ bearerAuth: [] }],
         headers: EventHeaders,
+        querystring: NoQuery,
         response: {
           200: {
             description: STREAM_DESCRIPTION,

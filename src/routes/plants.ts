@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errors } from '../http/errors.js';
 import type { Authenticate } from '../auth/bearer.js';
-import { ListQuery, NewPlant, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
+import { ListQuery, NewPlant, NoQuery, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
 import { ListPages, type ListedPage } from './page-cache.js';
@@ -108,6 +108,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         tags: ['plants'],
         security,
         params: PlantIdParams,
+        querystring: NoQuery,
         response: {
           204: Type.Null({ description: 'Deleted; no body' }),
           ...errorResponses(400, 404, ...authErrors),

@@ -92,6 +92,9 @@ export const ListQuery = Type.Object(
 );
 export type ListQuery = Static<typeof ListQuery>;
 
+/** The query of a route that takes none: any parameter is refused, as on GET /plants, rather than ignored. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const PlantIdParams = Type.Object(
   {
     id: Int64({

@@ -1,0 +1,65 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { errorResponse, errors } from '../http/errors.js';
+import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
+
+/**
+ * How a request's body is framed and announced, checked once the token check
+ * has passed and before the body is read (a preParsing hook): so a stranger
+ * gets 401 whatever the framing, and a refused body is never read.
+ *
+ * - `Expect: 100-continue`: Node would invite the body before any hook runs.
+ *   It is invited only here, and only within the size limit; otherwise the
+ *   request goes on to be refused (401, 413) without its body being read.
+ * - Any other expectation: 417, where Node would answer it itself with no body.
+ * - A transfer coding other than chunked alone (`gzip, chunked`): 501, where
+ *   Node would pass the body on still encoded (RFC 9112 6.1).
+ * - More than one Content-Type: 400; Node keeps the first, a proxy may use another.
+ * - A body on DELETE: 400; it has no meaning there (RFC 9110 9.3.5).
+ */
+export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): void {
+  const waiting = new WeakSet<IncomingMessage>();
+  const unmet = new WeakSet<IncomingMessage>();
+  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (!(length > bodyLimit)) waiting.add(req);
+    app.server.emit('request', req, res);
+  });
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    unmet.add(req);
+    app.server.emit('request', req, res);
+  });
+  app.server.on('connect', refuseConnect);
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    const req = request.raw;
+    if (unmet.has(req)) {
+      const expect = String(req.headers.expect).slice(0, 100);
+      return done(errors.expectationFailed(`Expect: ${expect} cannot be met: only 100-continue is understood`));
+    }
+    const coding = req.headers['transfer-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+      return done(
+        errors.notImplemented(
+          `Transfer-Encoding "${coding.slice(0, 100)}" is not supported: send chunked or a Content-Length`,
+        ),
+      );
+    }
+    if (headerCount(req.rawHeaders, 'content-type') > 1)
+      return done(errors.badRequest('more than one Content-Type header'));
+    if (request.method === 'DELETE' && (coding !== undefined || Number(req.headers['content-length'] ?? 0) > 0)) {
+      return done(errors.badRequest('DELETE takes no request body'));
+    }
+    if (waiting.delete(req)) reply.raw.writeContinue();
+    done(null, payload);
+  });
+}
+
+/** CONNECT asks for a tunnel, which this server never opens: Node would close the connection without a word. */
+function refuseConnect(_req: IncomingMessage, socket: Socket): void {
+  const { body, headers } = errorResponse(
+    errors.methodNotAllowedAnywhere('CONNECT is not allowed: this server is not a proxy'),
+  );
+  const lines = Object.entries({ ...SECURITY_HEADERS, ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}`);
+  socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${lines.join('\r\n')}\r\n\r\n${body}`);
+}
