@@ -2,6 +2,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { destination, levels, pino, type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
 import { LogSampler, loggableUrl } from '../http/log-lines.js';
+import { errorChain } from '../store/error-causes.js';
 
 /**
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
@@ -65,11 +66,13 @@ export function logsEveryRequest(config: Pick<Config, 'accessLog' | 'logLevel'>)
 
 const roundMs = (ms: number) => Math.round(ms * 100) / 100;
 
-/** What a 5xx cause's kind is: its class, and its message and its cause's, cut short. */
+/** What a 5xx cause's kind is: the class and message (cut short) of the error and of each error it wraps. */
 function failureKind(error: unknown): string {
   if (!(error instanceof Error)) return String(error).slice(0, 200);
-  const cause = error.cause instanceof Error ? ` <- ${error.cause.name}: ${error.cause.message.slice(0, 100)}` : '';
-  return `${error.name}: ${error.message.slice(0, 100)}${cause}`;
+  return errorChain(error)
+    .filter((e) => e instanceof Error)
+    .map((e) => `${e.name}: ${e.message.slice(0, 100)}`)
+    .join(' <- ');
 }
 
 /**

@@ -8,6 +8,7 @@ import {
 } from 'jose';
 import { unprotectedKeyUrl, type JwtKeySource } from '../config.js';
 import { clip } from '../http/log-lines.js';
+import { errorMessages } from '../store/error-causes.js';
 
 export interface JwksTiming {
   /** Least time between two fetches that tokens with an unknown key cause. */
@@ -229,7 +230,7 @@ export class JwksKeys {
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
     const known = this.#fetchedAt !== undefined;
     this.#log.warn(
-      { jwks: { why, error: describe(error), keptKeys: this.#keyCount, retryInMs } },
+      { jwks: { why, error: errorMessages(error), keptKeys: this.#keyCount, retryInMs } },
       known
         ? 'fetching the JWT signing keys failed; the keys fetched before stay in use'
         : 'fetching the JWT signing keys failed; JWTs are refused until it succeeds',
@@ -274,10 +275,4 @@ async function discoverJwksUrl(issuer: string, allowHttp: boolean, timeoutMs: nu
   const unprotected = unprotectedKeyUrl(url, allowHttp);
   if (unprotected !== undefined) throw new Error(`${where} names a jwks_uri that ${unprotected}`);
   return url;
-}
-
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-  return `${error.message}${cause}`;
 }

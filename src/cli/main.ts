@@ -1,4 +1,5 @@
 import { ConfigError, editDistance, nearest } from '../config.js';
+import { errorMessages } from '../store/error-causes.js';
 import { UsageError, helpText, parseCommandArgs, wrap, type CliIo, type Command } from './args.js';
 import { backup } from './backup.js';
 import { exportCommand } from './export.js';
@@ -130,10 +131,8 @@ function suggestion(argv: readonly string[]): string {
   return best ? ` (did you mean "${best.name}"?)` : '';
 }
 
-/** An error's message, followed by its cause's ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
+/** An error's message, followed by its causes' ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
 function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  if (error instanceof CliError) return error.message;
-  const cause = error.cause instanceof Error ? error.cause.message : undefined;
-  return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
+  // A CliError's message already says all there is; its cause is the raw failure it explains.
+  return error instanceof CliError ? error.message : errorMessages(error);
 }

@@ -18,3 +18,18 @@ export function errorChain(error: unknown): unknown[] {
   }
   return out;
 }
+
+/**
+ * One line of an error and what it wraps, outermost first: "fetch failed:
+ * connect ECONNREFUSED 127.0.0.1:5432". A wrapped error's message is left out
+ * when the line already holds it (wrappers often repeat their cause's), and so
+ * are causes that are not errors.
+ */
+export function errorMessages(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  let line = error.message;
+  for (const e of errorChain(error).slice(1)) {
+    if (e instanceof Error && e.message !== '' && !line.includes(e.message)) line += `: ${e.message}`;
+  }
+  return line;
+}

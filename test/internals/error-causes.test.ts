@@ -1,6 +1,6 @@
-// The one walk over what an error wraps, and the PostgreSQL checks built on it.
+// The one walk over what an error wraps, and the checks and messages built on it.
 import assert from 'node:assert/strict';
-import { errorChain } from '../../src/store/error-causes.js';
+import { errorChain, errorMessages } from '../../src/store/error-causes.js';
 import { isUnavailableError, refusedStartupParameter } from '../../src/store/postgres/db-connect.postgres.js';
 import { describe, it } from '../helpers/requirements.js';
 
@@ -23,6 +23,18 @@ describe('errorChain', { timeout: 10_000 }, () => {
     let deep: Error = new Error('0');
     for (let i = 1; i < 50; i++) deep = new Error(String(i), { cause: deep });
     assert.equal(errorChain(deep).length, 10);
+  });
+
+  it('says an error in one line with the messages of all it wraps, each once', () => {
+    const refused = withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED');
+    const deep = new Error('store unavailable', { cause: new Error('pool failed', { cause: refused }) });
+    assert.equal(errorMessages(deep), 'store unavailable: pool failed: connect ECONNREFUSED 127.0.0.1:5432');
+    const aggregate = new Error('fetch failed', { cause: new AggregateError([refused], '') });
+    assert.equal(errorMessages(aggregate), 'fetch failed: connect ECONNREFUSED 127.0.0.1:5432');
+    const repeated = new Error(`migration failed: ${refused.message}`, { cause: refused });
+    assert.equal(errorMessages(repeated), 'migration failed: connect ECONNREFUSED 127.0.0.1:5432');
+    assert.equal(errorMessages(new Error('plain', { cause: 'a string cause' })), 'plain');
+    assert.equal(errorMessages('not an error'), 'not an error');
   });
 
   it('lets isUnavailableError and refusedStartupParameter look inside wrapped errors', () => {

@@ -69,4 +69,12 @@ describe('FailureLog', () => {
     // Another kind of failure still gets its own stack.
     assert.ok(failures.sample(new TypeError('boom'))?.err instanceof TypeError);
   });
+
+  it('tells failures apart by everything they wrap, not only their first cause', { timeout: 5000 }, () => {
+    const failures = new FailureLog();
+    const refused = (why: string) =>
+      new StoreUnavailableError(new Error('connection failed', { cause: new AggregateError([new Error(why)]) }));
+    assert.ok(failures.sample(refused('connect ECONNREFUSED 10.0.0.1:5432'))?.err instanceof StoreUnavailableError);
+    assert.ok(failures.sample(refused('connect ETIMEDOUT 10.0.0.2:5432'))?.err instanceof StoreUnavailableError);
+  });
 });
