@@ -24,7 +24,8 @@ export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPE.test(value);
 }
 
-const OWNER_RULE =
+/** What OWNER_SHAPE allows, said to whoever gave an owner it refuses. */
+export const OWNER_RULE =
   'owner must be 1 to 128 characters of letters, digits, ".", "_", "@", "|" or "-", starting with a letter or digit';
 
 /** Thrown for an owner name OWNER_SHAPE refuses; the CLI turns it into a usage error. */

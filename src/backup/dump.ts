@@ -4,7 +4,7 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { parse } from 'lossless-json';
 import { parseJsonNumber } from '../schemas/int64.js';
-import { OWNER_SHAPE } from '../auth/tokens.js';
+import { OWNER_RULE, OWNER_SHAPE } from '../auth/tokens.js';
 import { NewPlant } from '../schemas/plant.js';
 import { SCOPES, type Scope, type Store, type TokenDump } from '../store/store.js';
 
@@ -24,11 +24,9 @@ export const MAX_LINE_BYTES = 64 * 1024;
 // nothing a request could not have stored.
 const newPlant = TypeCompiler.Compile(NewPlant);
 const TOKEN_ID = /^[A-Za-z0-9_.-]{1,128}$/;
-const OWNER_MESSAGE =
-  'owner must be 1 to 128 characters of letters, digits, ".", "_", "@", "|" or "-", starting with a letter or digit';
 
 function checkOwner(owner: unknown): asserts owner is string {
-  if (!isString(owner) || !OWNER_SHAPE.test(owner)) throw new DumpError(OWNER_MESSAGE);
+  if (!isString(owner) || !OWNER_SHAPE.test(owner)) throw new DumpError(OWNER_RULE);
 }
 
 export interface Progress {
