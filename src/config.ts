@@ -5,6 +5,7 @@ import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 import { parse as parseToml } from 'smol-toml';
 import { INT32_MAX } from './schemas/plant.js';
+import { withoutPassword } from './db-url.js';
 
 export const DURABILITIES = ['full', 'normal'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -895,28 +896,6 @@ export function jwtEnabled(config: Pick<Config, 'jwksUrl' | 'oidcIssuer'>): bool
 
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
-}
-
-/**
- * A URL fit for a message, even a malformed one: everything between the
- * scheme and the last "@" (user and password, whatever characters the
- * password holds) becomes "***", and what follows is shown only when it looks
- * like a host, port and database name (an "@" may sit in the password).
- * Without an "@", a colon in the authority not followed by a port number is
- * taken for a password too. Text without a scheme (a file path) is returned
- * as it is.
- */
-export function withoutPassword(text: string): string {
-  const prefix = /^[a-z][a-z0-9+.-]*(?::\/{0,3}|\/\/)/i.exec(text)?.[0] ?? '';
-  const rest = text.slice(prefix.length);
-  const at = rest.lastIndexOf('@');
-  if (at >= 0) {
-    const after = rest.slice(at + 1);
-    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?$/.test(after) ? after : '…'}`;
-  }
-  if (prefix === '') return text;
-  const authority = rest.split(/[/?#]/, 1)[0]!;
-  return /:(?!\d*$)/.test(authority) ? `${prefix}***${rest.slice(authority.length)}` : text;
 }
 
 const SUPPORTED_DB_FORMS =

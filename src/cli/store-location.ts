@@ -1,5 +1,9 @@
 import { resolve } from 'node:path';
 import { isPostgresUrl } from '../config.js';
+import { hostPort, postgresTarget } from '../db-url.js';
+
+// store-errors.ts names the server the way the start-up line does.
+export { hostPort };
 
 export type StoreLocation =
   | { store: 'sqlite'; path: string }
@@ -7,22 +11,13 @@ export type StoreLocation =
 
 /**
  * Which store --db names and where, without the password: what the start-up
- * log says, and what connection errors name. Missing URL parts take pg's
- * defaults (host localhost, port 5432, database named after the user).
+ * log says, and what connection errors name. A PostgreSQL URL is read as pg
+ * reads it (postgresTarget).
  */
 export function storeLocation(db: string): StoreLocation {
   if (!isPostgresUrl(db)) return { store: 'sqlite', path: resolve(db) };
-  const url = new URL(db);
-  const user = url.username ? decodeURIComponent(url.username) : (url.searchParams.get('user') ?? undefined);
-  const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || user || '(the user name)';
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || url.searchParams.get('host') || 'localhost';
-  return { store: 'postgres', host, port: Number(url.port || 5432), database, user };
-}
-
-/** "host:port", with brackets around an IPv6 address; a socket folder stays as it is. */
-export function hostPort(location: { host: string; port: number }): string {
-  if (location.host.startsWith('/')) return `${location.host} (port ${location.port})`;
-  return `${location.host.includes(':') ? `[${location.host}]` : location.host}:${location.port}`;
+  const { host, port, database, user } = postgresTarget(db);
+  return { store: 'postgres', host, port, database: database ?? '(the user name)', user };
 }
 
 /** One line for the start-up log: which store, and where. */

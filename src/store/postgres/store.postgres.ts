@@ -5,6 +5,7 @@ import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate
 import type { Store } from '../store.js';
 import { assertWritable, createPgPool, startupError, withClient } from './db-connect.postgres.js';
 import type { PostgresConfig } from '../../config.js';
+import { hostPort, postgresTarget } from '../../db-url.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { MigrationDialect } from './migration-lock.postgres.js';
 import { PostgresEventLog } from './event-log.postgres.js';
@@ -69,8 +70,9 @@ export class PostgresStore implements Store {
 /** The database a URL names, for messages: never its password. */
 function databaseName(url: string): string {
   try {
-    const u = new URL(url);
-    return `the PostgreSQL database "${decodeURIComponent(u.pathname.slice(1)) || u.username || 'postgres'}" at ${u.host || 'localhost'}`;
+    const target = postgresTarget(url);
+    const database = target.database === undefined ? 'named after the user' : `"${target.database}"`;
+    return `the PostgreSQL database ${database} at ${hostPort(target)}`;
   } catch {
     return 'the PostgreSQL database';
   }

@@ -1,0 +1,77 @@
+// What a --db URL says, for every message and log line that names the
+// database: where a PostgreSQL URL points, and any URL's text without its
+// password. Beside config.ts, below every layer that names the database.
+import { parse } from 'pg-connection-string';
+
+/** Where pg connects for a PostgreSQL URL. */
+export interface PostgresTarget {
+  /** A host name, an address, or the folder of a Unix socket. */
+  host: string;
+  port: number;
+  /** Undefined when the URL names neither a database nor the user it is then named after. */
+  database: string | undefined;
+  user: string | undefined;
+}
+
+// parse() reads the files these parameters name, which pg needs and a location does not.
+const SSL_FILES = ['sslcert', 'sslkey', 'sslrootcert'];
+
+/**
+ * Where pg connects for `url`, read by pg's own parser (pg-connection-string),
+ * so that the URL's every form comes out as pg takes it: a host or user given
+ * as a query parameter (`postgres:///?host=/var/run/postgresql&user=bob`)
+ * wins over the one before the path, and an encoded socket folder
+ * (`postgres://%2Fvar%2Frun%2Fpostgresql/plants`) is decoded. What the URL
+ * leaves out takes pg's defaults: host localhost, port 5432, and a database
+ * named after the user. pg would first look at PGHOST, PGPORT, PGUSER and
+ * PGDATABASE, and take the login name for a user; only config.ts reads the
+ * environment, so those are not seen here, and a user the URL does not name
+ * is undefined.
+ */
+export function postgresTarget(url: string): PostgresTarget {
+  const parts = parse(withoutSslFiles(url));
+  const user = parts.user || undefined;
+  return {
+    host: parts.host || 'localhost',
+    port: Number(parts.port || 5432),
+    database: parts.database || user,
+    user,
+  };
+}
+
+function withoutSslFiles(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const query = new URLSearchParams(url.slice(q + 1));
+  if (!SSL_FILES.some((name) => query.has(name))) return url;
+  for (const name of SSL_FILES) query.delete(name);
+  return `${url.slice(0, q)}?${query}`;
+}
+
+/** "host:port", with brackets around an IPv6 address; a socket folder stays as it is. */
+export function hostPort(target: { host: string; port: number }): string {
+  if (target.host.startsWith('/')) return `${target.host} (port ${target.port})`;
+  return `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+}
+
+/**
+ * A URL fit for a message, even a malformed one no parser reads: everything
+ * between the scheme and the last "@" (user and password, whatever
+ * characters the password holds) becomes "***", and what follows is shown
+ * only when it looks like a host, port and database name (an "@" may sit in
+ * the password). Without an "@", a colon in the authority not followed by a
+ * port number is taken for a password too. Text without a scheme (a file
+ * path) is returned as it is.
+ */
+export function withoutPassword(text: string): string {
+  const prefix = /^[a-z][a-z0-9+.-]*(?::\/{0,3}|\/\/)/i.exec(text)?.[0] ?? '';
+  const rest = text.slice(prefix.length);
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    const after = rest.slice(at + 1);
+    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?$/.test(after) ? after : '…'}`;
+  }
+  if (prefix === '') return text;
+  const authority = rest.split(/[/?#]/, 1)[0]!;
+  return /:(?!\d*$)/.test(authority) ? `${prefix}***${rest.slice(authority.length)}` : text;
+}
