@@ -36,7 +36,8 @@ export type Plant = Static<typeof Plant>;
 const ID_DESCRIPTION =
   'Identification number of the plant, unique per owner: an int64 (-2^63 to 2^63-1), sent as a JSON integer or as a ' +
   'string of decimal digits. Send the string form ("9007199254740993") from languages whose numbers are doubles, ' +
-  'such as JavaScript: they round integers above 2^53 before the request is sent, which the service cannot detect.';
+  'such as JavaScript: they round integers above 2^53 before the request is sent, which the service cannot detect. ' +
+  'Written as JSON writes integers: no fraction or exponent (1.0 and 1e3 are refused), no leading zeros, no "+".';
 
 // Examples are what the /docs page fills its forms with: an id past 2^53, as
 // the string that keeps it exact, so "Try it out" works without editing.
