@@ -457,6 +457,17 @@ export const SETTINGS = {
     schema: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
     help: 'fatal, error, warn, info, debug, trace or silent (any case)',
   },
+  'trust-request-id': {
+    group: 'observability',
+    env: 'PLANTS_TRUST_REQUEST_ID',
+    default: 'false',
+    kind: 'bool',
+    arg: '',
+    schema: Type.Boolean(),
+    help:
+      "keep a request's own X-Request-Id (up to 128 safe characters that do not look like a secret) in logs and the " +
+      'answer; only behind a proxy that sets it, since anyone else can put anything there',
+  },
   'access-log': {
     group: 'observability',
     env: 'PLANTS_ACCESS_LOG',

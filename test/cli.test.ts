@@ -480,7 +480,7 @@ describeEachStore('plant-store serve', (fx) => {
 
   it('by default logs lifecycle events and slow requests, not a line per request', LIMIT, async () => {
     const token = await cliToken(fx.db, 'quiet');
-    const server = await serveInProcess(serveArgs(fx.db, '--slow-request-ms', '200'));
+    const server = await serveInProcess(serveArgs(fx.db, '--slow-request-ms', '200', '--trust-request-id'));
     for (let i = 0; i < 3; i++) assert.equal((await httpRequest(`${server.url}/plants`, { token })).status, 200);
     // A body that arrives 600 ms after the headers makes a request slow whatever the machine.
     const slow = await new Promise<number>((resolve, reject) => {
@@ -539,7 +539,9 @@ describeEachStore('plant-store serve', (fx) => {
       const readOnly = await cliToken(fx.db, 'logger', '--scope', 'plants:read');
       const unknown = `plnt_${'Z'.repeat(43)}`;
       const malformed = 'not-a-token-c2VjcmV0LXNob3VsZC1ub3QtbGVhaw';
-      const server = await serveInProcess(serveArgs(fx.db), { env: { PLANTS_ACCESS_LOG: 'true' } });
+      const server = await serveInProcess(serveArgs(fx.db), {
+        env: { PLANTS_ACCESS_LOG: 'true', PLANTS_TRUST_REQUEST_ID: 'true' },
+      });
       const u = server.url;
       const sent: {
         id: string;

@@ -135,11 +135,23 @@ const SECRET_LIKE = [
 ] as const;
 const KEPT = ['req-123', '0f8fad5b-d9cb-469f-a165-70867728950e', '4BF92F3577B34DA6A3CE929D0E0E4736', 'x'.repeat(128)];
 
-describe('X-Request-Id shaped like a secret', () => {
+describe('X-Request-Id', () => {
   useProcessCleanup();
 
-  describeHttpLayer('is replaced, not echoed', (fx) => {
+  describeHttpLayer('from a client, by default', (fx) => {
     const h = useApp(fx);
+    it('is neither kept nor echoed: the server gives its own', async () => {
+      for (const value of KEPT) {
+        const res = await h.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': value } });
+        const id = String(res.headers['x-request-id']);
+        assert.notEqual(id, value);
+        assert.match(id, /^[A-Za-z0-9_-]{8}-[0-9a-z]+$/);
+      }
+    });
+  });
+
+  describeHttpLayer('shaped like a secret, from a trusted proxy, is replaced, not echoed', (fx) => {
+    const h = useApp(fx, { trustRequestId: true });
     for (const [what, value] of SECRET_LIKE) {
       it(`${what} gets a generated id instead`, async () => {
         const res = await h.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': value } });
@@ -157,11 +169,17 @@ describe('X-Request-Id shaped like a secret', () => {
     });
   });
 
-  it('never reaches the log', async () => {
+  it('shaped like a secret never reaches the log; from a client not trusted, no id does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-reqid-'));
     // With the access log on, every request id is written: the one place a secret-shaped id could leak.
-    const server = await serveInProcess(serveArgs(join(dir, 'plants.db'), '--access-log'));
+    const server = await serveInProcess(serveArgs(join(dir, 'plants.db'), '--access-log', '--trust-request-id'));
+    const untrusting = await serveInProcess(serveArgs(join(dir, 'other.db'), '--access-log'));
     try {
+      const untrusted = await httpRequest(`${untrusting.url}/plants`, { headers: { 'x-request-id': 'not-kept-id' } });
+      assert.notEqual(untrusted.headers['x-request-id'], 'not-kept-id');
+      await stopGracefully(untrusting);
+      assert.ok(!untrusting.stdout.includes('not-kept-id'), `an untrusted id was logged:\n${untrusting.stdout}`);
+      assert.ok(untrusting.stdout.includes(`"reqId":"${String(untrusted.headers['x-request-id'])}"`));
       for (const [, value] of SECRET_LIKE) {
         const res = await httpRequest(`${server.url}/plants`, { headers: { 'x-request-id': value } });
         assert.equal(res.status, 401);
@@ -175,6 +193,7 @@ describe('X-Request-Id shaped like a secret', () => {
         assert.ok(!server.stdout.includes(value.slice(0, 30)), `${what} was logged:\n${server.stdout}`);
       }
     } finally {
+      await stopGracefully(untrusting);
       await stopGracefully(server);
       rmSync(dir, { recursive: true, force: true });
     }

@@ -29,8 +29,9 @@ import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logge
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 
-// An incoming X-Request-Id that looks like a credential is never echoed or
-// logged: a client or a proxy may have put a secret there by mistake.
+// An incoming X-Request-Id is kept only when the operator says a proxy sets
+// it (--trust-request-id), and even then not when it looks like a
+// credential: a client or a proxy may have put a secret there by mistake.
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 /** The request id to use: the caller's X-Request-Id when it is safe to repeat, else a new one. */
 function requestId(incoming: string | string[] | undefined): string {
@@ -82,7 +83,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     logController: requestLog(config, logger, (request) => closing && refused.has(request)),
     bodyLimit: config.bodyLimit,
     ...serverTimeouts(config),
-    genReqId: (req) => requestId(req.headers['x-request-id']),
+    genReqId: config.trustRequestId ? (req) => requestId(req.headers['x-request-id']) : nextRequestId,
     requestIdHeader: false,
     // Fastify's own 503 while closing has a body of another shape; ours is below.
     return503OnClosing: false,
