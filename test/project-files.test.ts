@@ -2,7 +2,7 @@
 // systemd unit and a Dockerfile, each checked for what it promises.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, needs, requirement } from './helpers/requirements.js';
@@ -41,6 +41,13 @@ describe('LICENSE and CHANGELOG.md', () => {
         `Keep a Changelog section: ${heading[1]}`,
       );
     }
+  });
+});
+
+describe('the built executable', () => {
+  it('is executable after every build, so `npm link` and a global install keep working', () => {
+    // npm sets the mode when it links the bin; a rebuild writes a new file, which tsc leaves 0644.
+    assert.equal(statSync(CLI_PATH).mode & 0o111, 0o111, `${CLI_PATH} is not executable`);
   });
 });
 
