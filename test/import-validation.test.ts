@@ -60,6 +60,28 @@ describe('plant-store import', () => {
     }
   });
 
+  it('keeps every record before a malformed line, then stops with its number', LIMIT, async () => {
+    const db = newDb();
+    const plants = Array.from({ length: 2001 }, (_, i) => plant('bob', String(i + 1), `p${i + 1}`));
+    const r = await importText(db, [token('tok_kept', 'bob'), ...plants, '{bad', plant('bob', '9999', 'after')]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /line 2004: not JSON/);
+    const exported = await runCli(['export', '--db', db]);
+    assert.equal(exported.code, 0, exported.stderr);
+    const records = exported.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => JSON.parse(l) as { type: string; id: unknown });
+    assert.equal(records.filter((x) => x.type === 'token').length, 1);
+    const ids = records.filter((x) => x.type === 'plant').map((x) => Number(x.id));
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 2001 }, (_, i) => i + 1),
+      'all 2001 plants before it, none after',
+    );
+  });
+
   it('reports how many tokens it took and for which owners; --plants-only leaves them out', LIMIT, async () => {
     const lines = [
       token('tok_a1', 'alice'),

@@ -199,6 +199,9 @@ export async function readDump(
         );
       }
     } catch (error) {
+      // What came before the bad line is stored, as promised: the held-back batches too.
+      await flushTokens();
+      await flushPlants();
       throw new DumpError(`line ${n}: ${(error as Error).message}`);
     }
     if (line.type === DUMP_FORMAT) {
