@@ -11,6 +11,26 @@ import { setFlagsFromString } from 'node:v8';
 if (!process.execArgv.includes('--single-threaded-gc')) setFlagsFromString('--no-parallel-scavenge');
 const { main } = await import('./main.js');
 
+// A reader that stops early (`plant-store token list | head`) closes the pipe: what is left has nowhere to go, which
+// is no failure of the command. Any other write error still ends the process as before.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
+/**
+ * Resolves once everything written to `stream` so far has been handed to the operating system. On a pipe, writes
+ * the reader has not taken yet wait in this process, and process.exit() would drop them.
+ */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed) return resolve();
+    stream.once('close', resolve);
+    stream.write('', () => resolve());
+  });
+}
+
 const code = await main(process.argv.slice(2), {
   // process.env is read here and nowhere else: everything below gets it passed in.
   env: process.env,
@@ -20,4 +40,5 @@ const code = await main(process.argv.slice(2), {
   isTTY: Boolean(process.stdout.isTTY),
   signals: process,
 });
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 process.exit(code);
