@@ -122,10 +122,8 @@ class Workers {
           for (const w of this.live) w.process.kill('SIGTERM');
         },
       });
-      cluster.on('listening', (worker: Worker, address: Address) => this.onListening(worker, address));
-      cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) =>
-        this.onExit(worker, code, signal),
-      );
+      cluster.on('listening', this.onListening);
+      cluster.on('exit', this.onExit);
       for (let i = 0; i < this.config.workers; i++) this.fork();
     });
   }
@@ -135,7 +133,7 @@ class Workers {
   }
 
   /** Says once where every worker listens, and again if --port 0 moved them. */
-  private onListening(worker: Worker, address: Address): void {
+  private readonly onListening = (worker: Worker, address: Address): void => {
     this.everListened.add(worker);
     // The address the workers really got, which differs from config.port for --port 0.
     const url = baseUrl(this.config, address.port);
@@ -150,10 +148,10 @@ class Workers {
       this.announcedPort = address.port;
       this.log.warn(`workers now listen on ${url}: every worker had exited, and --port 0 picked a new port`);
     }
-  }
+  };
 
   /** A worker exited: the end of a shutdown, a reason to give up, or one to replace. */
-  private onExit(worker: Worker, code: number | null, signal: string | null): void {
+  private readonly onExit = (worker: Worker, code: number | null, signal: string | null): void => {
     this.live.delete(worker);
     const how = signal ?? code;
     if (this.stopping) {
@@ -170,7 +168,7 @@ class Workers {
     if (crashLoop) return this.shutdown(crashLoop);
     this.log.error(`worker ${worker.process.pid} exited (${how}); starting a new one in ${RESTART_DELAY_MS} ms`);
     this.restartLater();
-  }
+  };
 
   /** CRASH_LIMIT exits within CRASH_WINDOW_MS, counting this one: the error to give up with. */
   private crashLoop(worker: Worker, how: string | number | null): Error | undefined {
@@ -207,6 +205,9 @@ class Workers {
   /** Every worker has exited: close what the primary holds and settle the exit code. */
   private finish(): void {
     this.stopSignals();
+    // cluster is one object per process: listeners left on it would outlive this primary (main() run again in-process).
+    cluster.off('listening', this.onListening);
+    cluster.off('exit', this.onExit);
     this.settle(
       this.close().then(() => {
         if (this.failure) throw this.failure;

@@ -49,20 +49,8 @@ interface Running {
 
 /** One server process: listen, then wait for SIGTERM/SIGINT and shut down gracefully. */
 async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
-  const store = await openCommandStore(config);
-  const token = await firstToken(config, ctx, store);
-  const app = await buildApp(config, { store, logStream: logStream(ctx) });
-  await logStart(app, store, config, token);
-  const running: Running = {
-    app,
-    store,
-    deliveries: deliveryLoop(config, store, app),
-    // Signals are handled from before listen: a supervisor may send SIGTERM as
-    // soon as it sees the "listening" line, before listen() has returned here.
-    listening: new Promise(() => {}),
-    admin: Promise.resolve(undefined),
-    draining: false,
-  };
+  const { running, token } = await start(config, ctx);
+  const { app } = running;
   const { exited, stopListening } = shutdownOnSignals(ctx, running);
   await listenPublic(config, running, stopListening);
   await listenAdmin(config, running, stopListening);
@@ -73,6 +61,35 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
   flushLogger(app.log);
   running.deliveries.start();
   return exited;
+}
+
+/** Opens the store and builds the app, not yet listening; on failure closes again whatever it had opened. */
+async function start(
+  config: Readonly<Config>,
+  ctx: CommandContext,
+): Promise<{ running: Running; token: string | undefined }> {
+  const store = await openCommandStore(config);
+  let app: FastifyInstance | undefined;
+  try {
+    const token = await firstToken(config, ctx, store);
+    app = await buildApp(config, { store, logStream: logStream(ctx) });
+    await logStart(app, store, config, token);
+    const running: Running = {
+      app,
+      store,
+      deliveries: deliveryLoop(config, store, app),
+      // Signals are handled from before listen: a supervisor may send SIGTERM as
+      // soon as it sees the "listening" line, before listen() has returned here.
+      listening: new Promise(() => {}),
+      admin: Promise.resolve(undefined),
+      draining: false,
+    };
+    return { running, token };
+  } catch (error) {
+    await app?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw error;
+  }
 }
 
 /** The first token of a store that has none, shown at once (a worker of --workers never makes one). */
