@@ -24,6 +24,18 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
     throw new Error(`cannot use ${path} as the SQLite database: ${(error as Error).message}`, { cause: error });
   }
   if (!mustExist) leaveMarker(path);
+  try {
+    applyPragmas(db, durability);
+  } catch (error) {
+    // The first pragma is the first read of the file: a file that is no SQLite
+    // database fails here, and nothing else would close its handle.
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+function applyPragmas(db: Database.Database, durability: SqliteOptions['durability']): void {
   // WAL lets readers run while a writer commits, and makes a commit a single
   // append to the log.
   db.pragma('journal_mode = WAL');
@@ -42,7 +54,6 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
   // faults again. A list page cost 45 µs with mmap against 27 µs without
   // while another connection committed every tenth read; mmap saved a tenth
   // only while nothing was written.
-  return db;
 }
 
 /**

@@ -25,7 +25,13 @@ import { SqliteOutboxStore, SqliteWebhookStore } from './webhooks-store.sqlite.j
  */
 export async function migrateSqlite(options: SqliteOptions): Promise<MigrationReport> {
   const database = openSqlite(options);
-  database.exec('BEGIN IMMEDIATE');
+  try {
+    // Busy after busy_timeout while another process holds the write lock.
+    database.exec('BEGIN IMMEDIATE');
+  } catch (error) {
+    database.close();
+    throw error;
+  }
   const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
   try {
     const report = await migrateToLatest(db, sqliteMigrations);
