@@ -7,6 +7,7 @@ import {
 } from '../store/open-store.js';
 import type { MigrationReport } from '../store/migrate.js';
 import type { Store } from '../store/store.js';
+import { StoreFileMissingError } from '../store/sqlite/store-file.js';
 import { ConfigError } from '../config.js';
 import { CliError, explainPostgresFailure } from './store-errors.js';
 import { storeLocation } from './store-location.js';
@@ -20,7 +21,7 @@ function explained(error: unknown, db: string, mustExist: boolean): unknown {
     const line = explainPostgresFailure(error, where);
     return line ? new CliError(line, { cause: error }) : error;
   }
-  if (mustExist && error instanceof Error && error.message.startsWith('no database at ')) {
+  if (mustExist && error instanceof StoreFileMissingError) {
     return new CliError(
       `no SQLite database at ${where.path}; check --db (or PLANTS_DB), or create it with: plant-store migrate --db ${db}`,
       { cause: error },

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openSqlite } from '../../src/store/sqlite/db-connect.sqlite.js';
+import { StoreFileMissingError } from '../../src/store/sqlite/store-file.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
 import { openHandles } from '../helpers/open-handles.js';
 
@@ -23,5 +24,10 @@ describe('opening a SQLite file that cannot be used', () => {
     assert.throws(() => openSqlite({ path, durability: 'normal' }), /file is not a database/);
     await assert.rejects(migrateSqlite({ path, durability: 'normal' }), /file is not a database/);
     assert.equal(openHandles(path), 0, 'the failed open left the file open');
+  });
+
+  it('a missing file that must exist: a StoreFileMissingError', () => {
+    const path = join(dir, 'missing.db');
+    assert.throws(() => openSqlite({ path, durability: 'normal', mustExist: true }), StoreFileMissingError);
   });
 });

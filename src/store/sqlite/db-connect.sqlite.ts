@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 import type { SqliteConfig } from '../../config.js';
-import { leaveMarker, refuseToStartOver } from './store-file.js';
+import { leaveMarker, refuseToStartOver, StoreFileMissingError } from './store-file.js';
 
 export interface SqliteOptions extends SqliteConfig {
   /** Fail instead of creating the file (and its folder) when it does not exist. */
@@ -13,7 +13,7 @@ export interface SqliteOptions extends SqliteConfig {
 // All connection setup for the SQLite store lives here, so every connection
 // (the server's, the CLI's, the migrator's) gets the same pragmas.
 export function openSqlite({ path, durability, mustExist = false }: SqliteOptions): Database.Database {
-  if (mustExist && !existsSync(path)) throw new Error(`no database at ${path}`);
+  if (mustExist && !existsSync(path)) throw new StoreFileMissingError(`no database at ${path}`);
   if (!mustExist) refuseToStartOver(path);
   makeFolder(dirname(resolve(path)), path);
   if (!mustExist) createPrivately(path);

@@ -39,7 +39,11 @@ export function markerPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.marker`);
 }
 
-/** Thrown instead of creating a new, empty store where one existed before. */
+/**
+ * The store file is not there: a tool that only works on an existing store was
+ * pointed at none, or one existed before and a new, empty one is not created in
+ * its place.
+ */
 export class StoreFileMissingError extends Error {
   override name = 'StoreFileMissingError';
 }
