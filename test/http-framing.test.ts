@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../src/app/app.js';
-import { startAdmin } from '../src/app/admin.js';
+import { startAdmin } from '../src/cli/admin-listener.js';
 import { issueToken } from '../src/auth/tokens.js';
 import type { Store } from '../src/store/store.js';
 import { exchange } from './helpers/raw-socket.js';

@@ -30,9 +30,9 @@ const DEFAULT_LIMITS: ConnectionLimits = {
  * of their own, so that metrics are never reachable on the public port. It
  * logs no line per request: a scrape every few seconds would drown the log.
  * Its connections get the main port's cap and timeouts, so that it cannot be
- * held open by clients that connect and send nothing.
+ * held open by clients that connect and send nothing. The CLI's serve listens.
  */
-async function buildAdminApp({
+export async function buildAdminApp({
   logger,
   metrics,
   ready,
@@ -63,21 +63,5 @@ async function buildAdminApp({
     }
   });
   await app.register(healthRoutes, { store: { ping: ready } });
-  return app;
-}
-
-/** Builds the admin app and listens on `port` (0: a free one), logging where. */
-export async function startAdmin(host: string, port: number, options: AdminOptions): Promise<FastifyInstance> {
-  const app = await buildAdminApp(options);
-  try {
-    await app.listen({
-      host,
-      port,
-      listenTextResolver: (address) => `Admin listener (/metrics, /healthz, /readyz) at ${address}`,
-    });
-  } catch (error) {
-    await app.close().catch(() => {});
-    throw error;
-  }
   return app;
 }

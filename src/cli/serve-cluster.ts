@@ -1,7 +1,7 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, type Logger } from 'pino';
-import { startAdmin } from '../app/admin.js';
+import { startAdmin } from './admin-listener.js';
 import type { Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { clusterMetricsText } from '../metrics/metrics.js';

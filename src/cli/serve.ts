@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { startAdmin } from '../app/admin.js';
+import { startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
 import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
