@@ -8,8 +8,13 @@ export const CLI_PAGE = 'docs/reference/cli.md';
 
 const anchor = (name: string) => `plant-store-${name.replace(/ /g, '-')}`;
 
+/** "a", "a and b", "a, b and c". */
+const list = (items: string[]) =>
+  items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)!}`;
+
 /** The whole page, as the commands say it. */
 export function cliPage(): string {
+  const withoutJson = COMMANDS.filter((c) => c.flags?.json === undefined).map((c) => `\`${c.name}\``);
   return [
     '# Command-line reference',
     '',
@@ -42,8 +47,9 @@ export function cliPage(): string {
     '',
     'A secret (a token, a webhook signing secret) is printed alone on stdout, so that',
     '`TOKEN=$(plant-store token create --owner me)` works; what a person reads goes to stderr.',
-    'With `--json`, each command that reports something prints one JSON object on one line',
-    'instead, with ids and owners in fields; the list commands print one object per line.',
+    `Every command but ${list(withoutJson)} takes \`--json\`: it then prints what it reports as one`,
+    'JSON object on one line instead, with ids and owners in fields; the list commands print one',
+    "object per line. Each command's **Output** below says where.",
     '',
     'Settings (`--db` and the others) can also come from `PLANTS_` environment variables and',
     'from `--config FILE`: see [the configuration reference](configuration.md).',
