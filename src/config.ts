@@ -243,7 +243,9 @@ export const SETTINGS = {
     kind: 'bool',
     arg: '',
     schema: Type.Boolean(),
-    help: 'accept an http:// --jwks-url or --oidc-issuer on a host other than loopback (keys travel unprotected)',
+    help:
+      "accept an http:// --jwks-url, --oidc-issuer or jwks_uri of the issuer's discovery document on a host other than " +
+      'loopback (keys travel unprotected)',
   },
   'webhooks-allow-private': {
     group: 'webhooks',

@@ -125,7 +125,7 @@ describeOnStore('postgres', 'serve with a password in argv', (fx) => {
       url.password = 'Argv5ecretPw';
       const inArgv = await startServer(serveArgs(url.toString()));
       await stopGracefully(inArgv);
-      assert.match(inArgv.stdout, /--db carry a password on the command line/);
+      assert.match(inArgv.stdout, /--db carries a password on the command line/);
       assert.ok(!inArgv.stdout.includes('Argv5ecretPw') && !inArgv.stderr.includes('Argv5ecretPw'), inArgv.stdout);
 
       const dir = mkdtempSync(join(tmpdir(), 'plant-store-dbfile-'));

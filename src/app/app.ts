@@ -98,7 +98,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   app.addHook('onClose', async () => closeLogger(app.log));
   if (config.passwordsInArgv?.length) {
     app.log.warn(
-      `${config.passwordsInArgv.join(' and ')} carry a password on the command line, where every user of this machine can read it (ps); ` +
+      `${config.passwordsInArgv.join(' and ')} ${config.passwordsInArgv.length > 1 ? 'carry' : 'carries'} a password on the command line, where every user of this machine can read it (ps); ` +
         'give it in DATABASE_URL or --db-file (PGPASSWORD and PGPASSFILE work too), and PLANTS_REDIS_URL or --redis-url-file',
     );
   }

@@ -37,7 +37,7 @@ export function explainPostgresFailure(
           `createdb -h ${where.host} -p ${where.port}${where.user ? ` -U ${where.user}` : ''} ${where.database}`
         );
       case '28P01':
-        return `PostgreSQL at ${at} refused the password for user "${user}"; check the password in --db (or PLANTS_DB)`;
+        return `PostgreSQL at ${at} refused the password for user "${user}"; check the password in --db (or PLANTS_DB, DATABASE_URL)`;
       case '28000':
         return `PostgreSQL at ${at} refused user "${user}": ${message}`;
       case 'ECONNREFUSED':
@@ -46,7 +46,7 @@ export function explainPostgresFailure(
         return `cannot connect to PostgreSQL at ${at}: the connection was reset (is that port a PostgreSQL server?)`;
     }
     if (code !== undefined && NOT_FOUND.has(code))
-      return `cannot connect to PostgreSQL: host "${where.host}" not found (check the host in --db or PLANTS_DB)`;
+      return `cannot connect to PostgreSQL: host "${where.host}" not found (check the host in --db, PLANTS_DB or DATABASE_URL)`;
     if (code !== undefined && UNREACHABLE.has(code))
       return `cannot connect to PostgreSQL at ${at}: host unreachable (${code})`;
     if (code === 'ETIMEDOUT' || (code === undefined && TIMEOUT.test(message) && /connect/i.test(message)))
