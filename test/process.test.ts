@@ -105,7 +105,7 @@ describeEachStore('graceful shutdown', (fx) => {
     { timeout: 30_000 },
     async (t) => {
       const token = await cliToken(fx.db, 'drain');
-      const server = await startServer(serveArgs(fx.db, '--access-log'));
+      const server = await startServer(serveArgs(fx.db, '--access-log', '--trust-request-id'));
       let next = 1;
       const load = runLoad({
         clients: 200,
