@@ -18,6 +18,7 @@ import {
   RAW_DELETE,
 } from './helpers/open-event-writer.js';
 import { describeEachStore, describeOnStore } from './helpers/stores.js';
+import { listPlants } from './helpers/list-plants.js';
 
 const T = { timeout: 30_000 };
 const INT64_MAX = 9223372036854775807n;
@@ -179,7 +180,7 @@ describeEachStore(
         for (const e of await eventsOf(store, ['same'], 3))
           if (e.type === 'plant.created') followed.set(e.plantId, e.name!);
           else followed.delete(e.plantId);
-        const stored = (await store.plants.list('same', 10)).plants.map((p) => p.name);
+        const stored = (await listPlants(store.plants, 'same', 10)).plants.map((p) => p.name);
         assert.deepEqual([...followed.values()].sort(), stored.sort());
       },
     );

@@ -9,8 +9,9 @@ import { before, it } from './helpers/requirements.js';
 import pg from 'pg';
 import { query } from './helpers/pg.js';
 import { CREATE_BATCH } from '../src/store/postgres/insert-batcher.postgres.js';
-import type { PlantPage, Store } from '../src/store/store.js';
+import type { Store } from '../src/store/store.js';
 import { describeEachStore } from './helpers/stores.js';
+import { listPlants } from './helpers/list-plants.js';
 
 describeEachStore(
   'PostgreSQL batches',
@@ -37,7 +38,7 @@ describeEachStore(
       assert.deepEqual(outcomes.slice(0, 4), ['replayed', 'conflict', 'created', 'created']);
       assert.deepEqual(outcomes.slice(4, 6).sort(), ['created', 'replayed']);
       assert.deepEqual(outcomes.slice(6).sort(), ['conflict', 'created']);
-      const b2 = (await p.list('b2', 10)).plants.map((x) => x.name);
+      const b2 = (await listPlants(p, 'b2', 10)).plants.map((x) => x.name);
       assert.deepEqual(b2.slice(0, 2), ['other owner', 'same twice']);
       assert.equal(b2[2], outcomes[6] === 'created' ? 'rival a' : 'rival b');
     });
@@ -95,7 +96,7 @@ describeEachStore(
         ]);
         assert.equal(bad.status, 'rejected');
         assert.deepEqual(good, { status: 'fulfilled', value: 'created' });
-        const names = (await p.list('mixed', 100)).plants.map((x) => x.name);
+        const names = (await listPlants(p, 'mixed', 100)).plants.map((x) => x.name);
         assert.equal(names.length, 30);
         assert.ok(!names.includes('refused'));
       } finally {
@@ -145,18 +146,18 @@ describeEachStore(
       for (const owner of ['pages-a', 'pages-b', 'pages-c']) {
         for (const limit of [1, 2, 5, 24, 25, 26, 1000]) {
           asks.push([owner, limit, undefined]);
-          const first = await p.list(owner, limit);
+          const first = await listPlants(p, owner, limit);
           if (first.next) asks.push([owner, limit, first.next]);
         }
       }
-      const alone: PlantPage[] = [];
-      for (const [owner, limit, cursor] of asks) alone.push(await p.list(owner, limit, cursor));
-      const together = await Promise.all(asks.map(([owner, limit, cursor]) => p.list(owner, limit, cursor)));
+      const alone: Awaited<ReturnType<typeof listPlants>>[] = [];
+      for (const [owner, limit, cursor] of asks) alone.push(await listPlants(p, owner, limit, cursor));
+      const together = await Promise.all(asks.map(([owner, limit, cursor]) => listPlants(p, owner, limit, cursor)));
       assert.deepEqual(together, alone);
       // Every page asked for three times at once, interleaved: the copies are
       // read once and each request still gets its own page.
       const thrice = [...asks, ...asks.slice().reverse(), ...asks];
-      const alike = await Promise.all(thrice.map(([owner, limit, cursor]) => p.list(owner, limit, cursor)));
+      const alike = await Promise.all(thrice.map(([owner, limit, cursor]) => listPlants(p, owner, limit, cursor)));
       assert.deepEqual(alike, [...alone, ...alone.slice().reverse(), ...alone]);
       assert.deepEqual(
         alone[0]!.plants,
@@ -172,8 +173,8 @@ describeEachStore(
       try {
         // Asked in one tick: one batch, where pages-a (25 plants) needs a cursor and pages-b (3) does not.
         const [long, short] = await Promise.allSettled([
-          fresh.plants.list('pages-a', 10),
-          fresh.plants.list('pages-b', 10),
+          listPlants(fresh.plants, 'pages-a', 10),
+          listPlants(fresh.plants, 'pages-b', 10),
         ]);
         assert.equal(short.status, 'fulfilled');
         assert.deepEqual(
@@ -186,7 +187,11 @@ describeEachStore(
       } finally {
         await query(direct(), "UPDATE secrets SET name = 'cursor_key' WHERE name = 'cursor_key_moved'");
       }
-      assert.equal((await fresh.plants.list('pages-a', 10)).plants.length, 10, 'the key is read again once it is back');
+      assert.equal(
+        (await listPlants(fresh.plants, 'pages-a', 10)).plants.length,
+        10,
+        'the key is read again once it is back',
+      );
     });
   },
   ['postgres', 'pgbouncer'],

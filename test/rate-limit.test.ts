@@ -20,6 +20,7 @@ import {
 import { freePort } from './helpers/ports.js';
 import { PrivateRedis, redisProblem, sequentially, servedBy, statuses, testPrefix } from './helpers/redis.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
+import { listPlants } from './helpers/list-plants.js';
 
 const REDIS_URL = process.env.PLANTS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -109,7 +110,7 @@ describeHttpLayer('rate limits in one process', (fx) => {
     assert.equal(over.headers['ratelimit-remaining'], '0');
     assert.equal(over.headers['ratelimit-limit'], '3');
     // A refused write changes nothing.
-    assert.deepEqual((await h.store.plants.list(owner, 10)).plants, []);
+    assert.deepEqual((await listPlants(h.store.plants, owner, 10)).plants, []);
     assert.equal((await h.request({ method: 'GET', url: '/plants', token: t2 })).statusCode, 429);
 
     // Other owners are unaffected, and so are requests without credentials and the health checks.

@@ -102,9 +102,9 @@ const REASONS: Readonly<Record<number, string>> = {
  * Requests Node's HTTP parser rejects never reach Fastify: answer them in the
  * same Error shape. Node also reports here a connection whose request head or
  * body did not arrive in time (--headers-timeout-ms, --request-timeout-ms):
- * 408, or, for a connection that never sent a byte, just closing it.
+ * 408, or, for a connection that never sent a byte, just closing it. Returns
+ * the status answered with, or undefined when it only closed the socket.
  */
-/** Answers a request Node's HTTP parser refused; returns the status it answered with, or undefined when it only closed the socket. */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): number | undefined {
   const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   const answering = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;

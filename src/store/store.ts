@@ -15,12 +15,6 @@ export interface PlantRecord {
 /** created: stored now; replayed: same id with identical content already stored; conflict: same id, other content. */
 export type CreateOutcome = 'created' | 'replayed' | 'conflict';
 
-export interface PlantPage {
-  plants: PlantRecord[];
-  /** Opaque position after the last plant of this page; absent on the last page. */
-  next?: string;
-}
-
 /** A list page as it goes out: the JSON array of its plants, as the 200 schema serializes them. */
 export interface JsonPage {
   body: string;
@@ -58,9 +52,10 @@ export interface ChangeVersion {
 
 export interface PlantStore {
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
-  /** Plants of one owner in insertion order, after `cursor` (an opaque `next` from an earlier page). */
-  list(owner: string, limit: number, cursor?: string): Promise<PlantPage>;
-  /** The same page as list(), as the JSON body a response sends. */
+  /**
+   * A page of one owner's plants in insertion order, after `cursor` (an
+   * opaque `next` from an earlier page), as the JSON body a response sends.
+   */
   page(owner: string, limit: number, cursor?: string): Promise<JsonPage>;
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
@@ -321,7 +316,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Thrown by PlantStore.list for a cursor it did not issue. */
+/** Thrown by PlantStore.page for a cursor it did not issue (or issued to another owner). */
 export class InvalidCursorError extends Error {
   constructor() {
     super('cursor must be a value taken from a Link rel="next" URL');

@@ -11,6 +11,7 @@ import { describeOnStore } from '../helpers/stores.js';
 import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import type { Store } from '../../src/store/store.js';
+import { listPlants } from '../helpers/list-plants.js';
 
 needs(chromiumMissing, () => {
   describeOnStore('sqlite', 'the /docs forms, filled from the examples', (fx) => {
@@ -81,7 +82,7 @@ needs(chromiumMissing, () => {
       assert.equal(await remove.locator('input[placeholder="id"]').inputValue(), '9007199254740993');
       const deleted = await execute(remove);
       assert.equal(deleted.status, '204');
-      assert.deepEqual((await store.plants.list('try-it-out', 10)).plants, []);
+      assert.deepEqual((await listPlants(store.plants, 'try-it-out', 10)).plants, []);
     });
   });
 });

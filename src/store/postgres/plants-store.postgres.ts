@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
-import type { CreateOutcome, JsonPage, NewPlantRecord, PlantPage, PlantRecord, PlantStore } from '../store.js';
+import type { CreateOutcome, JsonPage, NewPlantRecord, PlantStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
@@ -112,12 +112,6 @@ export class PostgresPlantStore implements PlantStore {
     // not settle this id right now; a retry will.
     if (outcome === undefined) throw raceError();
     return outcome;
-  }
-
-  async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    const { body, next } = await this.page(owner, limit, cursor);
-    const plants = JSON.parse(body) as PlantRecord[];
-    return next === undefined ? { plants } : { plants, next };
   }
 
   async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {

@@ -7,8 +7,6 @@ import {
   type CreateOutcome,
   type JsonPage,
   type NewPlantRecord,
-  type PlantPage,
-  type PlantRecord,
   type PlantStore,
 } from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
@@ -71,12 +69,6 @@ export class SqlitePlantStore implements PlantStore {
       name: plant.name,
       tag: plant.tag ?? null,
     });
-  }
-
-  async list(owner: string, limit: number, cursor?: string): Promise<PlantPage> {
-    const { body, next } = await this.page(owner, limit, cursor);
-    const plants = JSON.parse(body) as PlantRecord[];
-    return next === undefined ? { plants } : { plants, next };
   }
 
   async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {

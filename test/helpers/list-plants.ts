@@ -1,0 +1,13 @@
+import type { PlantRecord, PlantStore } from '../../src/store/store.js';
+
+/** A page as objects: what GET /plants sends, parsed, for tests that check a store's pages by content. */
+export async function listPlants(
+  plants: Pick<PlantStore, 'page'>,
+  owner: string,
+  limit: number,
+  cursor?: string,
+): Promise<{ plants: PlantRecord[]; next?: string }> {
+  const { body, next } = await plants.page(owner, limit, cursor);
+  const list = JSON.parse(body) as PlantRecord[];
+  return next === undefined ? { plants: list } : { plants: list, next };
+}
