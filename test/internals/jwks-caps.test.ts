@@ -4,12 +4,11 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair } from 'jose';
-import { pino } from 'pino';
 import { JwksKeys } from '../../src/auth/jwks.js';
 import { eventually } from '../helpers/eventually.js';
 import { after, before, describe, it } from '../helpers/requirements.js';
+import { keptLog } from '../helpers/log-lines.js';
 
 type Mode = 'ok' | 'huge' | 'endless' | 'many-keys' | 'huge-discovery';
 
@@ -61,16 +60,7 @@ describe('JWKS size and key count caps', () => {
   async function fetchIn(m: Mode, source: { jwksUrl: string } | { oidcIssuer: string } = { jwksUrl: `${base}/jwks` }) {
     mode = m;
     bytesSent = 0;
-    const lines: string[] = [];
-    const log = pino(
-      { level: 'info' },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { log, lines } = keptLog();
     const keys = new JwksKeys(source, log, { cooldownMs: 0, refreshMs: 60_000 });
     keys.start();
     await eventually(async () => lines.length > 0, 10_000, { stepMs: 20 });

@@ -6,13 +6,12 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair } from 'jose';
-import { pino } from 'pino';
 import { JwtVerifier } from '../../src/auth/jwt.js';
 import { loadConfig } from '../../src/config.js';
 import { eventually } from '../helpers/eventually.js';
 import { after, before, describe, it } from '../helpers/requirements.js';
+import { keptLog } from '../helpers/log-lines.js';
 
 describe('the JWKS URL a discovery document names', () => {
   let server: Server;
@@ -44,16 +43,7 @@ describe('the JWKS URL a discovery document names', () => {
   /** A verifier of tokens from the server, started, with the log lines it wrote once its first fetch ended. */
   async function firstFetch(allowHttp: boolean) {
     jwksFetches = 0;
-    const lines: string[] = [];
-    const log = pino(
-      { level: 'info' },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { log, lines } = keptLog();
     const config = loadConfig(
       { 'oidc-issuer': base, 'jwt-issuer': base, 'jwt-audience': 'tests', 'jwt-allow-http': String(allowHttp) },
       {},
