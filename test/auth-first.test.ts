@@ -10,9 +10,24 @@ import { describeHttpLayer } from './helpers/stores.js';
 type Probe = { method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH'; url: string; status: number; message: string };
 
 const PROBES: Probe[] = [
-  { method: 'PUT', url: '/plants', status: 405, message: 'PUT is not allowed on /plants; allowed: GET, HEAD, POST, OPTIONS' },
-  { method: 'GET', url: '/plants/1', status: 405, message: 'GET is not allowed on /plants/{id}; allowed: DELETE, OPTIONS' },
-  { method: 'PATCH', url: '/plants/events', status: 405, message: 'PATCH is not allowed on /plants/events; allowed: GET, HEAD, OPTIONS' },
+  {
+    method: 'PUT',
+    url: '/plants',
+    status: 405,
+    message: 'PUT is not allowed on /plants; allowed: GET, HEAD, POST, OPTIONS',
+  },
+  {
+    method: 'GET',
+    url: '/plants/1',
+    status: 405,
+    message: 'GET is not allowed on /plants/{id}; allowed: DELETE, OPTIONS',
+  },
+  {
+    method: 'PATCH',
+    url: '/plants/events',
+    status: 405,
+    message: 'PATCH is not allowed on /plants/events; allowed: GET, HEAD, OPTIONS',
+  },
   { method: 'GET', url: '/nope', status: 404, message: 'no route for GET /nope' },
   { method: 'POST', url: '/nope?x=1', status: 404, message: 'no route for POST /nope' },
 ];

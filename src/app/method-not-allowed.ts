@@ -48,10 +48,14 @@ export function trackMethods(app: FastifyInstance): (authenticate: Authenticate)
 function refuse(guard: onRequestHookHandler | undefined, path: string, allow: readonly string[]): onRequestHookHandler {
   return function methodNotAllowed(request, reply, done) {
     if (request.method === 'OPTIONS') {
-      void reply.code(204).header('allow', [...allow, 'OPTIONS'].join(', ')).send();
+      void reply
+        .code(204)
+        .header('allow', [...allow, 'OPTIONS'].join(', '))
+        .send();
       return;
     }
-    const answer = (error?: Error) => done(error ?? errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']));
+    const answer = (error?: Error) =>
+      done(error ?? errors.methodNotAllowed(request.method, path, [...allow, 'OPTIONS']));
     if (guard === undefined) return answer();
     guard.call(this, request, reply, answer);
   };
