@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
@@ -92,12 +93,6 @@ export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors'
   void sendError(reply, appError);
 };
 
-const REASONS: Readonly<Record<number, string>> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  431: 'Request Header Fields Too Large',
-};
-
 /**
  * Requests Node's HTTP parser rejects never reach Fastify: answer them in the
  * same Error shape. Node also reports here a connection whose request head or
@@ -117,12 +112,21 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     : error.code === 'HPE_HEADER_OVERFLOW'
       ? errors.headersTooLarge()
       : errors.badRequest('malformed HTTP request');
+  answerOnSocket(socket, appError);
+  return appError.statusCode;
+}
+
+/**
+ * Writes `appError` as a whole response straight to a socket Fastify never
+ * saw (a request Node refused, CONNECT), in the Error shape with the security
+ * headers, and closes the connection.
+ */
+export function answerOnSocket(socket: Socket, appError: AppError): void {
   const { body, headers } = errorResponse(appError);
   const head = Object.entries({ ...SECURITY_HEADERS, ...headers, connection: 'close' })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
-  socket.end(`HTTP/1.1 ${appError.statusCode} ${REASONS[appError.statusCode]}\r\n${head}\r\n${body}`);
+  socket.end(`HTTP/1.1 ${appError.statusCode} ${STATUS_CODES[appError.statusCode]}\r\n${head}\r\n${body}`);
   // A client that sends but does not read must not keep the socket open.
   socket.destroySoon();
-  return appError.statusCode;
 }

@@ -28,6 +28,13 @@ const STRUCTURE = /["[{,:]/g;
 // parser would read a megabyte of digits one at a time.
 const LONG_LITERAL = /[^\s\]}]{65}/;
 
+/** Why a literal over 64 characters outside quotes, starting at `from`, is refused: a number, or no JSON at all. */
+function longLiteralRefusal(text: string, from: number): string {
+  return /^\s*-?[0-9]/.test(text.slice(from, from + 80))
+    ? 'a number in the request body is too long'
+    : 'request body is not valid JSON: it holds a word outside quotes longer than any number, true, false or null';
+}
+
 /** What a body holds outside its strings, read before parsing. */
 interface Shape {
   /** Colons outside strings: the keys of a valid body. */
@@ -62,14 +69,9 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
   let integers = true;
   let from = 0;
   const literalTooLong = (to: number) => to - from > 64 && LONG_LITERAL.test(text.slice(from, to));
-  const longLiteral = (): { refusal: string } => ({
-    refusal: /^\s*-?[0-9]/.test(text.slice(from, from + 80))
-      ? 'a number in the request body is too long'
-      : 'request body is not valid JSON: it holds a word outside quotes longer than any number, true, false or null',
-  });
   STRUCTURE.lastIndex = 0;
   for (let m = STRUCTURE.exec(text); m !== null; m = STRUCTURE.exec(text)) {
-    if (literalTooLong(m.index)) return longLiteral();
+    if (literalTooLong(m.index)) return { refusal: longLiteralRefusal(text, from) };
     if (m[0] !== '"') {
       if (++count > max)
         return {
@@ -93,7 +95,7 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
     }
     STRUCTURE.lastIndex = from = end + 1;
   }
-  if (literalTooLong(text.length)) return longLiteral();
+  if (literalTooLong(text.length)) return { refusal: longLiteralRefusal(text, from) };
   return { keys, integers: integers && !notInteger(text, from, text.length) };
 }
 

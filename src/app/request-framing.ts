@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { errorResponse, errors } from '../http/errors.js';
-import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
+import { errors } from '../http/errors.js';
+import { headerCount } from '../http/headers.js';
+import { answerOnSocket } from './error-handler.js';
 
 /**
  * How a request's body is framed and announced, checked once the token check
@@ -38,6 +39,8 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
       return done(errors.expectationFailed(`Expect: ${expect} cannot be met: only 100-continue is understood`));
     }
     const coding = req.headers['transfer-encoding'];
+    // The rest is about a body: most requests (every GET) have none.
+    if (coding === undefined && req.headers['content-length'] === undefined) return done(null, payload);
     if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
       return done(
         errors.notImplemented(
@@ -57,9 +60,5 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
 
 /** CONNECT asks for a tunnel, which this server never opens: Node would close the connection without a word. */
 function refuseConnect(_req: IncomingMessage, socket: Socket): void {
-  const { body, headers } = errorResponse(
-    errors.methodNotAllowedAnywhere('CONNECT is not allowed: this server is not a proxy'),
-  );
-  const lines = Object.entries({ ...SECURITY_HEADERS, ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}`);
-  socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${lines.join('\r\n')}\r\n\r\n${body}`);
+  answerOnSocket(socket, errors.methodNotAllowedAnywhere('CONNECT is not allowed: this server is not a proxy'));
 }

@@ -79,13 +79,12 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
   const part = (httpPart ?? 'body') as Part;
   const convert = textConverter(schema, part);
   return (input: unknown) => {
-    if (part === 'querystring') {
-      const repeated = repeatedKey(input);
-      if (repeated !== undefined)
-        return { error: new RequestValidationError(`query parameter ${repeated} is given more than once`) };
-    }
     const value = convert ? convert(input) : input;
     if (check.Check(value)) return { value };
+    // No query schema takes a list, so a parameter given twice fails the check: say why.
+    const repeated = part === 'querystring' ? repeatedKey(input) : undefined;
+    if (repeated !== undefined)
+      return { error: new RequestValidationError(`query parameter ${repeated} is given more than once`) };
     const messages = new Set<string>();
     const reported = new Set<string>();
     for (const error of check.Errors(value)) {

@@ -1,6 +1,6 @@
 import { errorChain } from '../store/error-causes.js';
 import type { StoreLocation } from './store-location.js';
-import { hostPort } from './store-location.js';
+import { hostPort } from '../db-url.js';
 
 /** A failure the CLI can state in one line; main() prints its message alone. */
 export class CliError extends Error {

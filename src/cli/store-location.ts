@@ -2,9 +2,6 @@ import { resolve } from 'node:path';
 import { isPostgresUrl } from '../config.js';
 import { hostPort, postgresTarget } from '../db-url.js';
 
-// store-errors.ts names the server the way the start-up line does.
-export { hostPort };
-
 export type StoreLocation =
   | { store: 'sqlite'; path: string }
   | { store: 'postgres'; host: string; port: number; database: string; user: string | undefined };
