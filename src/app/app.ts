@@ -50,14 +50,13 @@ const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(
  * (any scope), and 401 otherwise, like the API's own paths: an unknown path
  * tells a stranger nothing. Either way from onRequest, before any body is read.
  */
-function requireTokenOnUnknownPaths(app: FastifyInstance, guard: onRequestHookHandler): void {
-  app.addHook('onRequest', function unknownPath(request, reply, done) {
-    if (!request.is404) return done();
+function tokenFirst(guard: onRequestHookHandler): onRequestHookHandler {
+  return function unknownPath(request, reply, done) {
     const path = request.url.split('?')[0]!.slice(0, 200);
     guard.call(this, request, reply, (error) =>
       done(error ?? errors.notFound(`no route for ${request.method} ${path}`)),
     );
-  });
+  };
 }
 
 export interface AppOptions {
@@ -127,7 +126,14 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     app.server.once('close', () => clearInterval(reap));
     done();
   });
-  app.addHook('onRequest', (request, reply, done) => {
+  const jwt = jwtEnabled(config) ? new JwtVerifier(config, app.log) : undefined;
+  if (jwt) {
+    jwt.start();
+    app.addHook('onClose', async () => jwt.close());
+  }
+  const authenticate = bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs), jwt);
+  const unknownPath = tokenFirst(authenticate(null));
+  app.addHook('onRequest', function everyRequest(request, reply, done) {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
     // Node would refuse this itself, before any hook, with a bare 400 (see serverTimeouts).
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
@@ -145,6 +151,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
       sendError(reply.header('connection', 'close'), errors.unavailable('the server is shutting down, try again'));
       return;
     }
+    if (request.is404) return unknownPath.call(this, request, reply, done);
     done();
   });
   checkRequestFraming(app, config.bodyLimit);
@@ -154,16 +161,10 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
 
   await registerOpenApi(app);
 
-  const jwt = jwtEnabled(config) ? new JwtVerifier(config, app.log) : undefined;
-  if (jwt) {
-    jwt.start();
-    app.addHook('onClose', async () => jwt.close());
-  }
   // Before trackMethods: the plugin's catch-all OPTIONS route must not earn every path a 405 route.
   if (config.corsOrigin !== 'off') await registerCors(app, { origin: config.corsOrigin });
   const addMethodNotAllowed = trackMethods(app);
   app.decorateRequest('principal', null as never);
-  const authenticate = bearerAuth(new TokenCache(store.tokens, config.tokenCacheMs), jwt);
   const feed = new EventFeed(
     store.events,
     {
@@ -191,6 +192,5 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   await app.register(docsRoutes);
   await app.register(rootRoute);
   addMethodNotAllowed(authenticate);
-  requireTokenOnUnknownPaths(app, authenticate(null));
   return app;
 }
