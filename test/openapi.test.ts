@@ -1,16 +1,20 @@
 // GET /openapi.json: a valid OpenAPI 3.1 document that describes what the
 // service really answers. Real responses are validated against the schema the
-// document declares for their status, and every status seen must be documented.
+// document declares for their status, and every status seen must be documented,
+// explicitly or by the operation's `default` response.
 import assert from 'node:assert/strict';
-import { before, describe, it } from './helpers/requirements.js';
+import type { AddressInfo, Socket } from 'node:net';
+import { after, before, describe, it } from './helpers/requirements.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import addFormats from 'ajv-formats';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import type { LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { useApp } from './helpers/app.js';
 import { createRaw, newOwner } from './helpers/plants-http.js';
+import { eventually } from './helpers/eventually.js';
+import { exchange, trickle } from './helpers/raw-socket.js';
 import { describeHttpLayer } from './helpers/stores.js';
 
 const DOC_ID = 'https://plant-store.test/openapi.json';
@@ -56,6 +60,19 @@ function assertIdSchema(schema: IdSchema): void {
 /** A JSON pointer into the document, as a URI fragment. */
 function pointer(...parts: string[]): string {
   return '#/' + parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+}
+
+/**
+ * The response the document declares for an operation and status, and its key
+ * in `responses`: the status's own entry, or else the operation's `default`.
+ */
+function declared(
+  op: Operation,
+  status: string,
+): { key: string; response: Operation['responses'][string] } | undefined {
+  if (op.responses[status]) return { key: status, response: op.responses[status] };
+  if (op.responses.default) return { key: 'default', response: op.responses.default };
+  return undefined;
 }
 
 /** Ajv 2020 with the whole document (and so components.schemas) loaded, and the OpenAPI integer formats. */
@@ -240,19 +257,19 @@ describeHttpLayer('OpenAPI document', (fx) => {
       const status = String(res.statusCode);
       const key = `${method} ${path}`;
       seen.set(key, (seen.get(key) ?? new Set()).add(status));
-      const documented = op.responses[status];
+      const entry = declared(op, status);
       assert.ok(
-        documented,
+        entry,
         `${key} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`,
       );
-      const content = documented.content?.['application/json'];
+      const content = entry.response.content?.['application/json'];
       if (!content) {
         assert.equal(res.body, '', `${key} ${status} is documented without a body`);
         return;
       }
       assert.match(String(res.headers['content-type']), /^application\/json\b/, `${key} ${status} content type`);
       const validate = schemaAt(
-        pointer('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema'),
+        pointer('paths', path, method.toLowerCase(), 'responses', entry.key, 'content', 'application/json', 'schema'),
       );
       const body = JSON.parse(res.body) as unknown;
       assert.ok(
@@ -356,7 +373,7 @@ describeHttpLayer('OpenAPI document', (fx) => {
       }
     });
 
-    it('DELETE /plants/{id}: 204, 400, 401, 403, 404', async () => {
+    it('DELETE /plants/{id}: 204, 400, 401, 403, 404, 414', async () => {
       const del = async (token: string | undefined, id: string) => {
         const res = await h.request({ method: 'DELETE', url: `/plants/${id}`, token });
         conforms('/plants/{id}', 'DELETE', res);
@@ -367,6 +384,8 @@ describeHttpLayer('OpenAPI document', (fx) => {
       assert.equal(await del(auth.both, '9223372036854775807'), 204);
       assert.equal(await del(auth.both, '9223372036854775808'), 400);
       assert.equal(await del(auth.both, 'fern'), 400);
+      // The router refuses a path segment of more than 200 characters before any lookup.
+      assert.equal(await del(auth.both, '1'.repeat(201)), 414);
       assert.equal(await del(undefined, '1'), 401);
       assert.equal(await del(auth.read, '1'), 403);
     });
@@ -418,11 +437,150 @@ describeHttpLayer('OpenAPI document', (fx) => {
         for (const [method, op] of Object.entries(ops)) {
           const key = `${method.toUpperCase()} ${path}`;
           const answered = seen.get(key) ?? new Set<string>();
-          const missing = Object.keys(op.responses).filter((s) => !answered.has(s) && !NOT_PRODUCIBLE.has(s));
+          // `default` is checked status by status in the suite below.
+          const missing = Object.keys(op.responses).filter(
+            (s) => s !== 'default' && !answered.has(s) && !NOT_PRODUCIBLE.has(s),
+          );
           assert.deepEqual(missing, [], `${key}: documented but never produced`);
         }
       }
       assert.ok(seen.size >= 5, `operations exercised: ${[...seen.keys()].join(', ')}`);
+    });
+  });
+
+  // What the server may answer on any operation, before or instead of running
+  // it. A listening server with short timeouts: Node itself sees most of these
+  // (a late head, oversized headers, an Expect), which app.inject cannot send.
+  describe('statuses any operation may answer are declared for each operation', () => {
+    let app: FastifyInstance;
+    let port: number;
+    let authorization: string;
+    let closed = false;
+    before(async () => {
+      const limits = { headersTimeoutMs: 1000, requestTimeoutMs: 2000 };
+      const store = await fx.open(limits);
+      app = await buildApp(fx.config(limits), { store });
+      app.addHook('onClose', async () => store.close());
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      port = (app.server.address() as AddressInfo).port;
+      authorization = `Authorization: Bearer ${(await issueToken(store.tokens, { owner: newOwner('any') })).token}\r\n`;
+    });
+    after(async () => {
+      if (!closed) await app?.close();
+    });
+
+    /** Every operation in the document, with a URL that reaches it. */
+    const operations = () =>
+      Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.keys(ops).map((method) => ({ path, method, url: path.replace('{id}', '1') })),
+      );
+
+    /**
+     * Checks that `data`, all the server sent, is `status` with the Error body,
+     * and that the document declares that status for the operation, by its own
+     * entry or by `default`, whose description then names it.
+     */
+    function assertDeclared(path: string, method: string, status: number, data: string): void {
+      const key = `${method.toUpperCase()} ${path}`;
+      assert.equal(Number(data.slice(9, 12)), status, `${key}: ${JSON.stringify(data.slice(0, 300))}`);
+      const body = JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4)) as unknown;
+      const entry = declared(doc.paths[path]![method]!, String(status));
+      assert.ok(entry, `${key} answered ${status}, which its document does not declare, not even as default`);
+      if (entry.key === 'default')
+        assert.match(entry.response.description, new RegExp(`\\b${status}\\b`), `${key}: default names ${status}`);
+      const validate = schemaAt(
+        pointer('paths', path, method, 'responses', entry.key, 'content', 'application/json', 'schema'),
+      );
+      assert.ok(validate(body), `${key} ${status}: ${JSON.stringify(body)} breaks ${JSON.stringify(validate.errors)}`);
+    }
+
+    /**
+     * Sends each operation the raw request `request` makes, each on a
+     * connection of its own, all at once; each must be answered `status`, as declared.
+     */
+    async function eachOperation(
+      status: number,
+      request: (method: string, url: string) => string,
+      drive: (socket: Socket, request: string) => void = (socket, r) => socket.write(r),
+    ): Promise<void> {
+      await Promise.all(
+        operations().map(async ({ path, method, url }) => {
+          const { data } = await exchange(port, (socket) => drive(socket, request(method.toUpperCase(), url)), 8000);
+          assertDeclared(path, method, status, data);
+        }),
+      );
+    }
+
+    const head = (method: string, url: string, lines = '') =>
+      `${method} ${url} HTTP/1.1\r\nHost: x\r\n${authorization}${lines}Connection: close\r\n\r\n`;
+
+    it('covers every operation of the document', () => {
+      assert.deepEqual(
+        operations()
+          .map((o) => `${o.method} ${o.path}`)
+          .sort(),
+        ['delete /plants/{id}', 'get /healthz', 'get /plants', 'get /plants/events', 'get /readyz', 'post /plants'],
+      );
+    });
+
+    it('400 for a request with two Host headers', async () => {
+      await eachOperation(400, (m, url) => head(m, url, 'Host: y\r\n'));
+    });
+
+    it('408 for a request head that does not arrive in time', { timeout: 10_000 }, async () => {
+      await eachOperation(
+        408,
+        (m, url) => `${m} ${url} HTTP/1.1\r\nHost: x\r\n${authorization}`,
+        (socket, start) => {
+          socket.write(start);
+          trickle(socket, 'X-Slow: y\r\n', 200);
+        },
+      );
+    });
+
+    it('417 for an Expect other than 100-continue', async () => {
+      await eachOperation(417, (m, url) => head(m, url, 'Expect: 200-ok\r\n'));
+    });
+
+    it('431 for request headers over the limit', async () => {
+      await eachOperation(431, (m, url) => head(m, url, `X-Large: ${'a'.repeat(32 * 1024)}\r\n`));
+    });
+
+    it('501 for a Transfer-Encoding other than chunked', async () => {
+      await eachOperation(
+        501,
+        (m, url) =>
+          head(m, url, 'Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n') + '0\r\n\r\n',
+      );
+    });
+
+    it('503 for a request that arrives while the server shuts down', { timeout: 10_000 }, async () => {
+      // Each request's head is under way when the shutdown starts, so its
+      // connection is not closed as idle, and is answered once the head is whole.
+      const received: Socket[] = [];
+      app.server.on('connection', (socket: Socket) => received.push(socket));
+      const finish: Array<() => void> = [];
+      const answered = operations().map(({ path, method, url }) =>
+        exchange(
+          port,
+          (socket) => {
+            socket.write(`${method.toUpperCase()} ${url} HTTP/1.1\r\n`);
+            finish.push(() => socket.write(`Host: x\r\n${authorization}\r\n`));
+          },
+          8000,
+        ).then(({ data }) => assertDeclared(path, method, 503, data)),
+      );
+      const n = answered.length;
+      await eventually(() => received.length === n && received.every((s) => s.bytesRead > 0), 5000, {
+        what: 'the server to read each request line',
+      });
+      closed = true;
+      const closing = app.close();
+      // The server stops listening once the app refuses new requests.
+      await eventually(() => !app.server.listening, 5000, { stepMs: 10, what: 'the shutdown to start' });
+      for (const write of finish) write();
+      await Promise.all(answered);
+      await closing;
     });
   });
 

@@ -111,7 +111,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         querystring: NoQuery,
         response: {
           204: Type.Null({ description: 'Deleted; no body' }),
-          ...errorResponses(400, 404, ...authErrors),
+          ...errorResponses(400, 404, 414, ...authErrors),
         },
       },
     },

@@ -8,6 +8,7 @@ const DESCRIPTIONS: Record<number, string> = {
   404: 'No plant with this id belongs to the caller',
   409: 'The caller already has a plant with this id, with a different name or tag',
   413: 'The request body is larger than the configured limit',
+  414: 'The id in the path is far longer than any id (a 64-bit id has at most 20 digits)',
   415: 'The request body is not application/json',
   429: "Over the rate limit: the token's owner made too many requests, or this address sent too many invalid tokens",
   500: 'Unexpected server error (details are in the server log only)',
@@ -35,12 +36,38 @@ const HEADERS: Record<number, Record<string, { type: 'string'; description: stri
   },
 };
 
-/** Response entries for the given error statuses, all pointing at the one Error schema. */
-export function errorResponses(...statuses: number[]): Record<number, unknown> {
-  return Object.fromEntries(
-    statuses.map((s) => [
-      s,
-      Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error', ...(HEADERS[s] ? { headers: HEADERS[s] } : {}) }),
-    ]),
-  );
+// What any operation may answer, whatever it does: the server refuses these
+// before the operation's own checks, or instead of running it. Documented
+// once per operation as `default`, so that a client generated from the
+// document, or a conformance checker, expects them.
+const OTHER_ERRORS =
+  'Another error, with the same Error body. Besides the statuses listed, any operation may answer: ' +
+  '400 when the request cannot be parsed (malformed HTTP, no Host header or more than one, more than one ' +
+  'Content-Type, a URL that is not valid); ' +
+  '408 when the request head or body does not arrive in time; ' +
+  '417 for an Expect other than 100-continue; ' +
+  '431 when the request line and headers are too large; ' +
+  '501 for a Transfer-Encoding other than chunked alone; ' +
+  '500 on an unexpected error; ' +
+  '503 while the server is shutting down, or when the request is not answered within the request timeout.';
+
+const otherErrors = Type.Ref(ErrorBody, { description: OTHER_ERRORS });
+
+/**
+ * Response entries for the given error statuses, and `default` for the
+ * errors any operation may answer, all pointing at the one Error schema.
+ */
+export function errorResponses(...statuses: number[]): Record<string, unknown> {
+  return {
+    ...Object.fromEntries(
+      statuses.map((s) => [
+        s,
+        Type.Ref(ErrorBody, {
+          description: DESCRIPTIONS[s] ?? 'Error',
+          ...(HEADERS[s] ? { headers: HEADERS[s] } : {}),
+        }),
+      ]),
+    ),
+    default: otherErrors,
+  };
 }
