@@ -66,20 +66,29 @@ export interface AppOptions {
   logStream?: DestinationStream | undefined;
 }
 
-/** The whole service as an unlistened Fastify instance. */
+/** Whether the server is shutting down, and the requests refused for it. */
+interface Shutdown {
+  closing: boolean;
+  // Requests refused because the server is closing: expected in a planned
+  // shutdown, so they are counted into one line instead of logged one by one.
+  readonly refused: WeakSet<object>;
+  refusedCount: number;
+}
+
+/**
+ * The whole service as an unlistened Fastify instance. When a step fails, what
+ * the steps before it started (the JWKS refresh, a Redis connection, the live
+ * event feed's timers) is stopped again before the error is thrown.
+ */
 export async function buildApp(config: Readonly<Config>, { store, logStream }: AppOptions): Promise<FastifyInstance> {
   // Metrics are recorded only when something can read them: the admin listener.
   const metrics = config.adminPort !== null;
   if (metrics) enableMetrics();
-  let closing = false;
-  // Requests refused because the server is closing: expected in a planned
-  // shutdown, so they are counted into one line instead of logged one by one.
-  const refused = new WeakSet<object>();
-  let refusedCount = 0;
+  const shutdown: Shutdown = { closing: false, refused: new WeakSet(), refusedCount: 0 };
   const logger = createLogger(config, logStream);
   const app = Fastify({
     loggerInstance: logger,
-    logController: requestLog(config, logger, (request) => closing && refused.has(request)),
+    logController: requestLog(config, logger, (request) => shutdown.closing && shutdown.refused.has(request)),
     bodyLimit: config.bodyLimit,
     ...serverTimeouts(config),
     genReqId: config.trustRequestId ? (req) => requestId(req.headers['x-request-id']) : nextRequestId,
@@ -94,6 +103,25 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     // request's own work; request lines carry the request id instead.
     childLoggerFactory: (logger) => logger,
   });
+  try {
+    await assemble(app, config, store, shutdown);
+  } catch (error) {
+    // Each thing started is stopped by an onClose hook added with it; close()
+    // runs them whether or not the app got as far as ready().
+    await app.close().catch(() => {});
+    throw error;
+  }
+  return app;
+}
+
+/** Everything but the Fastify instance itself: hooks, plugins, routes. */
+async function assemble(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  store: Store,
+  shutdown: Shutdown,
+): Promise<void> {
+  const metrics = config.adminPort !== null;
   app.addHook('onClose', async () => closeLogger(app.log));
   if (config.passwordsInArgv?.length) {
     app.log.warn(
@@ -108,12 +136,13 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
 
   app.addHook('onClose', (_instance, done) => {
+    const { refusedCount } = shutdown;
     if (refusedCount > 0)
       app.log.info({ refused: refusedCount }, `refused ${refusedCount} requests with 503 while shutting down`);
     done();
   });
   app.addHook('preClose', (done) => {
-    closing = true;
+    shutdown.closing = true;
     // Keep-alive connections would otherwise hold the server open: close each
     // one as soon as its in-flight request has been answered, and those that
     // never sent one at once.
@@ -145,9 +174,9 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
       reply.header('connection', 'close');
       return done(errors.badRequest('more than one Host header'));
     }
-    if (closing) {
-      refused.add(request);
-      refusedCount++;
+    if (shutdown.closing) {
+      shutdown.refused.add(request);
+      shutdown.refusedCount++;
       sendError(reply.header('connection', 'close'), errors.unavailable('the server is shutting down, try again'));
       return;
     }
@@ -178,6 +207,9 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     },
     app.log,
   );
+  // Its timers run from now on. The event routes end its streams at preClose;
+  // this also stops the timers when a step before those routes fails.
+  app.addHook('onClose', async () => feed.close());
   await app.register(plantRoutes, {
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,
@@ -192,5 +224,4 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
   await app.register(docsRoutes);
   await app.register(rootRoute);
   addMethodNotAllowed(authenticate);
-  return app;
 }
