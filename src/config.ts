@@ -511,6 +511,23 @@ type SettingSchemas = { -readonly [K in SettingName as Camel<K>]: (typeof SETTIN
 
 export const ALL_SETTINGS = Object.keys(SETTINGS) as readonly SettingName[];
 
+// The settings whose value a file may hold instead (key: the file's setting).
+const FILE_OF: Partial<Record<SettingName, SettingName>> = { 'db-file': 'db', 'redis-url-file': 'redis' };
+
+/**
+ * `names`, each followed by the setting of the file that may hold its value
+ * (db by db-file): whatever takes --db takes --db-file too, on the command
+ * line, in the environment and in a configuration file.
+ */
+export function withValueFiles(names: readonly SettingName[]): SettingName[] {
+  const out = new Set<SettingName>();
+  for (const name of names) {
+    out.add(name);
+    for (const [fileSetting, holds] of Object.entries(FILE_OF)) if (holds === name) out.add(fileSetting as SettingName);
+  }
+  return [...out];
+}
+
 /** A setting's entry, seen through the common shape (fallbackEnv, values and list are optional). */
 export const settingSpec = (name: SettingName): SettingSpec => SETTINGS[name];
 
@@ -703,11 +720,10 @@ export function loadConfig(
     ...extra,
   };
   const sources = new Map<SettingName, Source>();
-  // A file that holds a setting's value is read wherever the setting is.
-  const reads = (name: SettingName) => only.includes(name) || only.includes(FILE_OF[name] as SettingName);
+  const reads = new Set(withValueFiles(only));
   for (const name of ALL_SETTINGS) {
     const spec = settingSpec(name);
-    const read = reads(name);
+    const read = reads.has(name);
     const fallback = spec.fallbackEnv === undefined ? undefined : env[spec.fallbackEnv];
     const candidates: [Source, unknown][] = read
       ? [
@@ -773,9 +789,6 @@ export function loadConfig(
   checkJwtSettings(config, label);
   return Object.freeze(config);
 }
-
-// The settings whose value a file may hold instead (key: the file's setting).
-const FILE_OF: Partial<Record<SettingName, SettingName>> = { 'db-file': 'db', 'redis-url-file': 'redis' };
 
 /** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
 const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);

@@ -4,7 +4,7 @@
 // about signals, exit codes and what the process prints.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import {
 } from './helpers/server.js';
 import { serveInProcess } from './helpers/serve-in-process.js';
 import { runCliInProcess as runCli } from './helpers/cli.js';
+import { COMMANDS } from '../src/cli/main.js';
 import { describeEachStore } from './helpers/stores.js';
 
 /** Every test here is bounded; a served process takes ~1 s to start, more on a busy machine. */
@@ -121,6 +122,16 @@ describe('plant-store help', () => {
     assert.equal(short.code, 0);
     assert.equal(short.stdout, results[0]!.stdout);
   });
+  it('every command that takes --db takes --db-file, and lists it in --help', LIMIT, async () => {
+    const withDb = COMMANDS.filter((c) => c.settings.includes('db'));
+    assert.ok(withDb.length > 1);
+    for (const c of withDb) {
+      const r = await runCli([...c.name.split(' '), '--db-file', '/nonexistent/db-url', '--help']);
+      assert.equal(r.code, 0, `${c.name}: ${r.stderr}`);
+      assert.match(r.stdout, /--db-file PATH/, `${c.name} --help`);
+    }
+  });
+
   it('token --help lists the token commands; a bare or unknown token command is a usage error', LIMIT, async () => {
     const help = await runCli(['token', '--help']);
     assert.equal(help.code, 0, help.stderr);
@@ -325,6 +336,26 @@ describeEachStore('plant-store token and migrate', (fx) => {
       '--db names the store',
     );
     assert.equal(existsSync(other), false, 'the store DATABASE_URL names was not touched');
+  });
+
+  it('--db-file names the store for migrate, token create and token list', LIMIT, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-dbfile-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'db');
+    writeFileSync(path, `${fx.db}\n`, { mode: 0o600 });
+    const migrated = await runCli(['migrate', '--json', '--db-file', path]);
+    assert.equal(migrated.code, 0, migrated.stderr);
+    const again = await runCli(['migrate', '--json', '--db', fx.db]);
+    assert.deepEqual(JSON.parse(again.stdout), { applied: [] }, 'the store --db-file names is migrated');
+    const created = await runCli(['token', 'create', '--owner', 'fileuser', '--db-file', path]);
+    assert.equal(created.code, 0, created.stderr);
+    assert.ok(
+      (await listJson(fx.db)).some((t) => t.owner === 'fileuser'),
+      '--db-file names the store',
+    );
+    const listed = await runCli(['token', 'list', '--json', '--db-file', path]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /"owner":"fileuser"/);
   });
 
   it('bad flags: a clear message on stderr and exit code 2', LIMIT, async () => {

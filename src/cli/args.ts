@@ -12,6 +12,7 @@ import {
   type Config,
   type ConfigFile,
   type SettingName,
+  withValueFiles,
 } from '../config.js';
 
 export class UsageError extends Error {
@@ -69,7 +70,10 @@ export interface Command {
   name: string;
   summary: string;
   usage: string;
-  /** Settings from config.ts this command accepts as flags (and from --config FILE). */
+  /**
+   * Settings from config.ts this command accepts as flags (and from --config
+   * FILE); the file that may hold one's value comes with it (db brings db-file).
+   */
   settings: SettingName[];
   /** Takes positional arguments (ids); any other command refuses them. */
   positionals?: true;
@@ -81,6 +85,9 @@ export interface Command {
 }
 
 /** --json: the same flag, with the command's own words for what it prints. */
+/** The settings a command takes: those it names, and the files that may hold their values (--db-file). */
+const commandSettings = (cmd: Pick<Command, 'settings'>): SettingName[] => withValueFiles(cmd.settings);
+
 export const jsonFlag = (what: string): CommandFlag => ({ type: 'boolean', help: `print ${what} as one JSON object` });
 
 const CONFIG_FLAG: CommandFlag = {
@@ -148,7 +155,7 @@ export function helpText(cmd: Command): string {
   ]);
   const groups = SETTING_GROUPS.map((group) => ({
     group,
-    rows: cmd.settings
+    rows: commandSettings(cmd)
       .filter((name) => SETTINGS[name].group === group)
       .map((name): [string, string] => {
         const s = settingSpec(name);
@@ -195,7 +202,8 @@ function usageProblem(error: Error & { code?: string }, known: readonly string[]
 export function parseCommandArgs(cmd: Command, argv: string[]) {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   if (cmd.settings.length > 0) options.config = { type: 'string' };
-  for (const name of cmd.settings) options[name] = { type: SETTINGS[name].kind === 'bool' ? 'boolean' : 'string' };
+  for (const name of commandSettings(cmd))
+    options[name] = { type: SETTINGS[name].kind === 'bool' ? 'boolean' : 'string' };
   for (const [name, f] of Object.entries(cmd.flags ?? {}))
     options[name] = { type: f.type, multiple: f.multiple ?? false };
   try {
@@ -209,7 +217,7 @@ export function parseCommandArgs(cmd: Command, argv: string[]) {
 /** The config.ts settings given as flags, ready for loadConfig. */
 export function settingFlags(cmd: Command, values: Record<string, unknown>): Partial<Record<SettingName, string>> {
   const out: Partial<Record<SettingName, string>> = {};
-  for (const name of cmd.settings) {
+  for (const name of commandSettings(cmd)) {
     const value = values[name];
     // A boolean setting given as a bare flag (--access-log) means true.
     if (typeof value === 'string' || value === true) out[name] = String(value);
@@ -241,7 +249,7 @@ export function commandConfig(
     }
     file = parseConfigFile(path, text);
   }
-  return loadConfig(settingFlags(cmd, values), ctx.env, extra, cmd.settings, file);
+  return loadConfig(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
 }
 
 /** A list-valued flag (--scope a,b or --scope a --scope b): its items. */
