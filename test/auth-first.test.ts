@@ -3,6 +3,7 @@
 // with a valid token (any scope), 401 to anyone else, and neither reads the
 // body. The open paths (health, the document, the docs page) stay open.
 import assert from 'node:assert/strict';
+import { METHODS } from 'node:http';
 import { it } from './helpers/requirements.js';
 import { useApp } from './helpers/app.js';
 import { describeHttpLayer } from './helpers/stores.js';
@@ -52,6 +53,27 @@ describeHttpLayer('authentication before routing', (fx) => {
         headers: { ...body.headers, authorization: `Bearer ${reader}` },
       });
       assert.deepEqual([known.statusCode, JSON.parse(known.body)], [status, { error: status, message }]);
+    }
+  });
+
+  it('answers every other method Node accepts (TRACE, PROPFIND, …) 405 on a known path, after the token check', async () => {
+    const reader = await h.token('other-methods', { scopes: ['plants:read'] });
+    // CONNECT is answered on the socket, before routing (test/http-framing.test.ts).
+    const others = METHODS.filter((m) => !['CONNECT', 'OPTIONS', 'GET', 'HEAD', 'POST'].includes(m));
+    assert.ok(others.includes('TRACE') && others.includes('PROPFIND'));
+    for (const method of others as 'GET'[]) {
+      assert.equal((await h.request({ method, url: '/plants' })).statusCode, 401, method);
+      const known = await h.request({ method, url: '/plants', token: reader });
+      assert.deepEqual(
+        [known.statusCode, JSON.parse(known.body)],
+        [405, { error: 405, message: `${method} is not allowed on /plants; allowed: GET, HEAD, POST, OPTIONS` }],
+      );
+      assert.equal(known.headers.allow, 'GET, HEAD, POST, OPTIONS', method);
+      const open = await h.request({ method, url: '/healthz' });
+      assert.equal(open.statusCode, 405, `${method} /healthz`);
+      assert.equal(open.headers.allow, 'GET, HEAD, OPTIONS', `${method} /healthz`);
+      const unknown = await h.request({ method, url: '/nowhere', token: reader });
+      assert.equal(unknown.statusCode, 404, `${method} /nowhere`);
     }
   });
 

@@ -1,8 +1,13 @@
+import { METHODS as NODE_METHODS } from 'node:http';
 import type { FastifyInstance, HTTPMethods, onRequestHookHandler } from 'fastify';
 import { takesToken, type Authenticate } from '../auth/bearer.js';
 import { errors } from '../http/errors.js';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+// Every other method Node's parser lets through (TRACE, PROPFIND, QUERY, …), so that a known path answers
+// them 405 rather than 404. CONNECT never reaches the router: it is answered on the socket (request-framing.ts).
+const OTHER_METHODS = NODE_METHODS.filter((m) => m !== 'CONNECT' && !(METHODS as string[]).includes(m));
+const ALL_METHODS = [...METHODS, ...OTHER_METHODS] as HTTPMethods[];
 
 /**
  * Collects the methods of every route as it is declared, then answers the
@@ -12,6 +17,8 @@ const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
  * Call it before the routes are registered, and call what it returns after them.
  */
 export function trackMethods(app: FastifyInstance): (authenticate: Authenticate) => void {
+  // Fastify routes only the methods it is told of; the others would all be 404.
+  for (const m of OTHER_METHODS) if (!app.supportedMethods.includes(m)) app.addHttpMethod(m, { hasBody: true });
   const allowed = new Map<string, Set<string>>();
   const guarded = new Set<string>();
   app.addHook('onRoute', (route) => {
@@ -26,8 +33,8 @@ export function trackMethods(app: FastifyInstance): (authenticate: Authenticate)
       for (const [url, set] of allowed) {
         // Fastify adds the trailing-slash twin of a plugin's "/" route (GET /docs/) without an onRoute call.
         const exists = (m: HTTPMethods) => set.has(m) || scope.hasRoute({ method: m, url });
-        const allow = METHODS.filter(exists);
-        const others = METHODS.filter((m) => !exists(m));
+        const allow = ALL_METHODS.filter(exists);
+        const others = ALL_METHODS.filter((m) => !exists(m));
         if (others.length === 0) continue;
         const path = url.replace(/:(\w+)/g, '{$1}');
         scope.route({
