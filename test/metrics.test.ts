@@ -252,6 +252,23 @@ describeOnStore('sqlite', 'malformed-request counter and timeouts', (fx) => {
       await stopGracefully(server);
     }
   });
+
+  it('counts a CONNECT, answered 405 on the socket, with its status', async () => {
+    const server = await serveInProcess(serveArgs(fx.db, '--admin-port', '0'));
+    try {
+      const admin = await adminUrlOf(server);
+      const connects = (samples: Sample[]) =>
+        valueOf(samples, 'plant_store_http_malformed_requests_total', { status_code: '405' }) ?? 0;
+      const before = connects((await scrape(admin)).samples);
+      assert.equal(
+        await rawStatus(server.port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+        405,
+      );
+      assert.equal(connects((await scrape(admin)).samples) - before, 1);
+    } finally {
+      await stopGracefully(server);
+    }
+  });
 });
 
 describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {

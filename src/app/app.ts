@@ -23,7 +23,7 @@ import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { checkRequestFraming } from './request-framing.js';
+import { checkRequestFraming, refuseConnect } from './request-framing.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -184,6 +184,8 @@ async function assemble(
     done();
   });
   checkRequestFraming(app, config.bodyLimit);
+  // Answered on the socket, as a request the parser refuses is, and counted with those.
+  app.server.on('connect', metrics ? countingClientErrors(refuseConnect) : refuseConnect);
   // Both hook into every route as it is declared, so they come before the routes.
   if (metrics) recordHttpMetrics(app);
   await registerRateLimits(app, config);

@@ -31,7 +31,6 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
     unmet.add(req);
     app.server.emit('request', req, res);
   });
-  app.server.on('connect', refuseConnect);
   app.addHook('preParsing', (request, reply, payload, done) => {
     const req = request.raw;
     if (unmet.has(req)) {
@@ -58,7 +57,13 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
   });
 }
 
-/** CONNECT asks for a tunnel, which this server never opens: Node would close the connection without a word. */
-function refuseConnect(_req: IncomingMessage, socket: Socket): void {
-  answerOnSocket(socket, errors.methodNotAllowedAnywhere('CONNECT is not allowed: this server is not a proxy'));
+/**
+ * The server's `connect` listener. CONNECT asks for a tunnel, which this
+ * server never opens: without a listener Node would close the connection
+ * without a word. Returns the status answered with.
+ */
+export function refuseConnect(_req: IncomingMessage, socket: Socket): number {
+  const error = errors.methodNotAllowedAnywhere('CONNECT is not allowed: this server is not a proxy');
+  answerOnSocket(socket, error);
+  return error.statusCode;
 }

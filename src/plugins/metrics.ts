@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyServerOptions, onResponseHookHandler } from 'fastify';
 import type { Series } from '../metrics/histogram.js';
 import { UNMATCHED_ROUTE, httpMalformedRequests, httpRequestDuration } from '../metrics/metrics.js';
@@ -79,17 +78,19 @@ export function recordingFrameworkErrors(handler: FrameworkErrors): FrameworkErr
   };
 }
 
-type ClientErrorHandler = (error: Error & { code?: string }, socket: Socket) => number | undefined;
+/** A handler that answers straight on the socket; returns the status answered with, or undefined for none. */
+type SocketAnswer<Args extends unknown[]> = (...args: Args) => number | undefined;
 
 /**
- * Requests Node's HTTP parser refuses never reach Fastify: count the ones
- * answered as malformed, with the status the handler answered. A timeout
- * (408) is not malformed, and a connection closed without an answer (idle,
- * or gone) is not a request.
+ * Requests answered straight on the socket never reach Fastify: the ones
+ * Node's HTTP parser refuses (the server's clientErrorHandler) and CONNECT
+ * (its `connect` listener). Count the ones answered as malformed, with the
+ * status the handler answered. A timeout (408) is not malformed, and a
+ * connection closed without an answer (idle, or gone) is not a request.
  */
-export function countingClientErrors(handler: ClientErrorHandler): ClientErrorHandler {
-  return (error, socket) => {
-    const status = handler(error, socket);
+export function countingClientErrors<Args extends unknown[]>(handler: SocketAnswer<Args>): SocketAnswer<Args> {
+  return (...args) => {
+    const status = handler(...args);
     if (status !== undefined && status !== 408) httpMalformedRequests.inc({ status_code: String(status) });
     return status;
   };
