@@ -828,6 +828,24 @@ function readUrlFiles(config: Config, sources: Map<SettingName, Source>, label: 
   if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((key) => `--${key}`);
 }
 
+// Where the URL of each flag in passwordsInArgv is better given.
+const PASSWORD_ELSEWHERE: Record<string, string> = {
+  '--db': `${SETTINGS.db.env} or ${SETTINGS.db.fallbackEnv}, or in a file named by --db-file (PGPASSWORD and PGPASSFILE work too)`,
+  '--redis': `${SETTINGS.redis.env}, or in a file named by --redis-url-file`,
+};
+
+/** The start-up warning for config.passwordsInArgv: each flag that carries a password, and where to give its URL instead. */
+export function argvPasswordWarning(flags: readonly string[]): string {
+  const advice =
+    flags.length === 1
+      ? `give it in ${PASSWORD_ELSEWHERE[flags[0]!]}`
+      : `give the URL of ${flags.map((flag) => `${flag} in ${PASSWORD_ELSEWHERE[flag]}`).join(', and that of ')}`;
+  return (
+    `${flags.join(' and ')} ${flags.length > 1 ? 'carry' : 'carries'} a password on the command line, ` +
+    `where every user of this machine can read it (ps); ${advice}`
+  );
+}
+
 /** JWTs are accepted when a key source is set; then issuer and audience must be pinned too. */
 function checkJwtSettings(config: Config, label: (key: string) => string): void {
   if (config.jwksUrl !== undefined && config.oidcIssuer !== undefined) {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, argvPasswordWarning, loadConfig } from '../src/config.js';
 import { serveArgs, startServer, stopGracefully } from './helpers/server.js';
 import { describeOnStore } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/requirements.js';
@@ -114,6 +114,36 @@ describe('URLs read from files', () => {
     );
     assert.equal(loadConfig({ db: 'postgres://app@db.example/plants' }, {}).passwordsInArgv, undefined);
   });
+
+  it('warn with the advice for the flags that carry a password, and only theirs', { timeout: 5000 }, () => {
+    const limited = { 'rate-limit': '100/1s' } as const;
+    const warning = (flags: Record<string, string>) => argvPasswordWarning(loadConfig(flags, {}).passwordsInArgv!);
+    const db = warning({ db: 'postgres://app:s3cret@db.example/plants', redis: 'redis://cache.example', ...limited });
+    assert.match(db, /^--db carries a password on the command line, .*\(ps\); give it in PLANTS_DB or DATABASE_URL, /);
+    assert.match(db, /--db-file \(PGPASSWORD and PGPASSFILE work too\)$/);
+    assert.doesNotMatch(db, /redis/i);
+    const redis = warning({
+      db: 'postgres://app@db.example/plants',
+      redis: 'redis://:s3cret@cache.example',
+      ...limited,
+    });
+    assert.match(
+      redis,
+      /^--redis carries a password on the command line, .*; give it in PLANTS_REDIS_URL, or in a file named by --redis-url-file$/,
+    );
+    assert.doesNotMatch(redis, /PLANTS_DB|DATABASE_URL|--db|PG/);
+    const both = warning({
+      db: 'postgres://app:s3cret@db.example/plants',
+      redis: 'redis://:pw@cache.example',
+      ...limited,
+    });
+    assert.match(both, /^--db and --redis carry a password on the command line, /);
+    assert.match(
+      both,
+      /the URL of --db in PLANTS_DB or DATABASE_URL, or in a file named by --db-file .*, and that of --redis in PLANTS_REDIS_URL, or in a file named by --redis-url-file$/,
+    );
+    for (const text of [db, redis, both]) assert.ok(!text.includes('s3cret') && !text.includes(':pw@'), text);
+  });
 });
 
 describeOnStore('postgres', 'serve with a password in argv', (fx) => {
@@ -126,6 +156,7 @@ describeOnStore('postgres', 'serve with a password in argv', (fx) => {
       const inArgv = await startServer(serveArgs(url.toString()));
       await stopGracefully(inArgv);
       assert.match(inArgv.stdout, /--db carries a password on the command line/);
+      assert.doesNotMatch(inArgv.stdout, /--redis|PLANTS_REDIS_URL/);
       assert.ok(!inArgv.stdout.includes('Argv5ecretPw') && !inArgv.stderr.includes('Argv5ecretPw'), inArgv.stdout);
 
       const dir = mkdtempSync(join(tmpdir(), 'plant-store-dbfile-'));

@@ -4,7 +4,7 @@ import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
-import { jwtEnabled, type Config } from '../config.js';
+import { argvPasswordWarning, jwtEnabled, type Config } from '../config.js';
 import { docsRoutes } from '../routes/docs.js';
 import { enableMetrics } from '../metrics/metrics.js';
 import { countingClientErrors, recordHttpMetrics, recordingFrameworkErrors } from '../plugins/metrics.js';
@@ -123,12 +123,7 @@ async function assemble(
 ): Promise<void> {
   const metrics = config.adminPort !== null;
   app.addHook('onClose', async () => closeLogger(app.log));
-  if (config.passwordsInArgv?.length) {
-    app.log.warn(
-      `${config.passwordsInArgv.join(' and ')} ${config.passwordsInArgv.length > 1 ? 'carry' : 'carries'} a password on the command line, where every user of this machine can read it (ps); ` +
-        'give it in DATABASE_URL or --db-file (PGPASSWORD and PGPASSFILE work too), and PLANTS_REDIS_URL or --redis-url-file',
-    );
-  }
+  if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
