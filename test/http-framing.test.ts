@@ -149,6 +149,49 @@ describeHttpLayer('request framing on a listening server', (fx) => {
     );
   });
 
+  it(
+    'answers a Transfer-Encoding not ending in chunked once: 401 without a token, else 400, then closes',
+    { timeout: 20_000 },
+    async () => {
+      /** Every status line the server sent on one connection, until it closed it. */
+      const statuses = async (head: string, body = '') => {
+        const { data } = await exchange(port, (socket) => socket.write(`${head}\r\n${body}`), 5000);
+        return { lines: data.match(/HTTP\/1\.1 \d{3}/g) ?? [], data };
+      };
+      const gzip = (a: string, path = '/plants') =>
+        `POST ${path} HTTP/1.1\r\nHost: x\r\n${a}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n`;
+      const fresh = async () =>
+        `Authorization: Bearer ${(await issueToken(store.tokens, { owner: 'framing' })).token}\r\n`;
+      // A cached token is checked before Node's parser reports the framing,
+      // a new one (looked up in the store) after: both orders, with and without a body.
+      assert.equal((await raw(`GET /plants HTTP/1.1\r\nHost: x\r\n${auth()}`)).status, 200);
+      const cases: [string, string, string, number][] = [
+        ['no token', gzip('') + 'Connection: close\r\n', '', 401],
+        ['no token, a body', gzip(''), '{"id":76,"name":"unframed"}', 401],
+        ['cached token', gzip(auth()) + 'Connection: close\r\n', '', 400],
+        ['cached token, a body', gzip(auth()), '{"id":76,"name":"unframed"}', 400],
+        ['new token', gzip(await fresh()) + 'Connection: close\r\n', '', 400],
+        ['new token, a body', gzip(await fresh()), '{"id":76,"name":"unframed"}', 400],
+        ['cached token, unknown path', gzip(auth(), '/nowhere'), '', 404],
+        ['new token, unknown path', gzip(await fresh(), '/nowhere'), '', 404],
+      ];
+      for (const [what, head, body, status] of cases) {
+        const { lines, data } = await statuses(head, body);
+        assert.deepEqual(lines, [`HTTP/1.1 ${status}`], `${what}: ${data}`);
+      }
+      const r = await raw(gzip(auth()));
+      assert.deepEqual(r.body, {
+        error: 400,
+        message:
+          'Transfer-Encoding "gzip" does not end in chunked, so the body\'s length cannot be known: send chunked or a Content-Length',
+      });
+      assert.equal(
+        (await listed()).some((p) => p.name === 'unframed'),
+        false,
+      );
+    },
+  );
+
   it('refuses two Content-Type headers, whichever comes first', { timeout: 10_000 }, async () => {
     const body = '{"id":74,"name":"typed"}';
     for (const types of [

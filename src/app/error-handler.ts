@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
@@ -98,12 +98,30 @@ export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors'
  * same Error shape. Node also reports here a connection whose request head or
  * body did not arrive in time (--headers-timeout-ms, --request-timeout-ms):
  * 408, or, for a connection that never sent a byte, just closing it. Returns
- * the status answered with, or undefined when it only closed the socket.
+ * the status answered with, or undefined when it left the answer to the app
+ * or only closed the socket.
+ *
+ * One request gets one answer: on a connection whose response has begun, a
+ * second one would be read as the answer to the next request, so the
+ * connection is only closed, once what was written has gone out.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): number | undefined {
   const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const answering = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
-  if (!socket.writable || (timedOut && (socket.bytesRead === 0 || answering?.headersSent))) {
+  const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (answering?.headersSent) {
+    if (answering.writableEnded) socket.destroySoon();
+    else socket.destroy();
+    return undefined;
+  }
+  // Node refuses a Transfer-Encoding not ending in chunked only after it has
+  // handed the request's head to the app, which refuses it too before reading
+  // any body (401 without a token, else 400: request-framing.ts), perhaps
+  // after this: that answer is the one, and the connection closes after it.
+  if (error.code === 'HPE_INVALID_TRANSFER_ENCODING' && answering) {
+    answering.shouldKeepAlive = false;
+    return undefined;
+  }
+  if (!socket.writable || (timedOut && socket.bytesRead === 0)) {
     socket.destroy();
     return undefined;
   }

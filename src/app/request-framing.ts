@@ -14,8 +14,11 @@ import { answerOnSocket } from './error-handler.js';
  *   It is invited only here, and only within the size limit; otherwise the
  *   request goes on to be refused (401, 413) without its body being read.
  * - Any other expectation: 417, where Node would answer it itself with no body.
- * - A transfer coding other than chunked alone (`gzip, chunked`): 501, where
- *   Node would pass the body on still encoded (RFC 9112 6.1).
+ * - A Transfer-Encoding not ending in chunked (`gzip`): 400, since the body's
+ *   length cannot be known (RFC 9112 6.3). Node's parser refuses it too, once
+ *   it has handed the head on; see clientErrorHandler.
+ * - Other transfer codings before chunked (`gzip, chunked`): 501, where Node
+ *   would pass the body on still encoded (RFC 9112 6.1).
  * - More than one Content-Type: 400; Node keeps the first, a proxy may use another.
  * - A body on DELETE: 400; it has no meaning there (RFC 9110 9.3.5).
  */
@@ -41,10 +44,13 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
     // The rest is about a body: most requests (every GET) have none.
     if (coding === undefined && req.headers['content-length'] === undefined) return done(null, payload);
     if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+      const shown = coding.slice(0, 100);
       return done(
-        errors.notImplemented(
-          `Transfer-Encoding "${coding.slice(0, 100)}" is not supported: send chunked or a Content-Length`,
-        ),
+        coding.split(',').at(-1)!.trim().toLowerCase() === 'chunked'
+          ? errors.notImplemented(`Transfer-Encoding "${shown}" is not supported: send chunked or a Content-Length`)
+          : errors.badRequest(
+              `Transfer-Encoding "${shown}" does not end in chunked, so the body's length cannot be known: send chunked or a Content-Length`,
+            ),
       );
     }
     if (headerCount(req.rawHeaders, 'content-type') > 1)
