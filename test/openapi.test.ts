@@ -339,7 +339,7 @@ describeHttpLayer('OpenAPI document', (fx) => {
       assert.equal((await get(auth.write, '/plants')).statusCode, 403);
     });
 
-    it('GET /plants/events: 200 (text/event-stream), 400, 401, 403, 429', async () => {
+    it('GET /plants/events: 200 (text/event-stream), 400, 401, 403, 406, 429', async () => {
       const key = 'GET /plants/events';
       const documented = doc.paths['/plants/events']!.get!.responses['200']!;
       assert.ok(documented.content?.['text/event-stream'], 'the stream is documented as text/event-stream');
@@ -366,6 +366,9 @@ describeHttpLayer('OpenAPI document', (fx) => {
         };
         assert.equal(await get(auth.read), 429);
         assert.equal(await get(auth.read, { 'last-event-id': 'x' }), 400);
+        assert.equal(await get(auth.read, { accept: 'application/json' }), 406);
+        // Its own entry, not only the `default` every operation has.
+        assert.ok(doc.paths['/plants/events']!.get!.responses['406'], '406 is declared');
         assert.equal(await get(undefined), 401);
         assert.equal(await get(auth.write), 403);
       } finally {

@@ -152,6 +152,42 @@ describeEachStore('live plant events', (fx) => {
     }
   });
 
+  it('answers 406 as JSON to an Accept that does not admit text/event-stream, after the token check', T, async () => {
+    const reader = await token('accept-owner');
+    const url = `${s.base}/plants/events`;
+    for (const accept of ['application/json', 'text/html, application/json;q=0.9', 'text/event-stream;q=0, */*']) {
+      assert.equal((await fetch(url, { headers: { accept } })).status, 401, `${accept} without a token`);
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(url, { method, headers: { authorization: `Bearer ${reader}`, accept } });
+        assert.equal(res.status, 406, `${method} ${accept}`);
+        if (method === 'GET')
+          assert.deepEqual(await res.json(), {
+            error: 406,
+            message: `this is a Server-Sent Events stream: send Accept: text/event-stream (the Accept header sent, "${accept}", does not admit it)`,
+          });
+      }
+    }
+    // What EventSource sends, what curl and fetch send, and other ranges that admit the stream.
+    const admitted = ['text/event-stream', '*/*', 'text/*', 'application/json, text/event-stream;q=0.1'];
+    for (const [i, accept] of admitted.entries()) {
+      const controller = new AbortController();
+      const res = await fetch(url, {
+        headers: { authorization: `Bearer ${await token(`accept-owner-${i}`)}`, accept },
+        signal: controller.signal,
+      });
+      assert.equal(res.status, 200, accept);
+      assert.match(String(res.headers.get('content-type')), /^text\/event-stream/, accept);
+      controller.abort();
+    }
+    // No Accept header at all (fetch always sends one).
+    const bare = await s.app.inject({
+      method: 'HEAD',
+      url: '/plants/events',
+      headers: { authorization: `Bearer ${reader}` },
+    });
+    assert.equal(bare.statusCode, 200);
+  });
+
   it("answers HEAD with the stream's headers at once, holding none of the owner's streams", T, async () => {
     const one = await serve(fx, { eventsMaxStreamsPerOwner: 1 });
     try {

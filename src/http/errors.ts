@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'INSUFFICIENT_SCOPE'
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
+  | 'NOT_ACCEPTABLE'
   | 'CONFLICT'
   | 'PRECONDITION_FAILED'
   | 'RANGE_NOT_SATISFIABLE'
@@ -84,6 +85,7 @@ export const errors = {
     }),
   /** A method no path allows (CONNECT): nothing to list in Allow. */
   methodNotAllowedAnywhere: (message: string) => new AppError('METHOD_NOT_ALLOWED', 405, message),
+  notAcceptable: (message: string) => new AppError('NOT_ACCEPTABLE', 406, message),
   conflict: (message: string) => new AppError('CONFLICT', 409, message),
   preconditionFailed: () =>
     new AppError('PRECONDITION_FAILED', 412, 'a precondition (If-Match, If-Unmodified-Since) does not hold'),

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Authenticate } from '../auth/bearer.js';
+import { accepts } from '../http/accept.js';
 import { errors } from '../http/errors.js';
 import { markLongLived } from '../http/long-lived.js';
 import { INT64_MAX, parseInt64Text } from '../schemas/int64.js';
@@ -55,11 +56,16 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
             description: STREAM_DESCRIPTION,
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
-          ...errorResponses(400, 401, 403, 429, 500, 503),
+          ...errorResponses(400, 401, 403, 406, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
+      const accept = request.headers.accept;
+      if (accept !== undefined && !accepts(accept, 'text/event-stream'))
+        throw errors.notAcceptable(
+          `this is a Server-Sent Events stream: send Accept: text/event-stream (the Accept header sent, "${accept.slice(0, 100)}", does not admit it)`,
+        );
       const raw = request.headers['last-event-id'];
       const lastEventId = raw === undefined ? undefined : parseInt64Text(raw);
       if (raw !== undefined && (lastEventId === undefined || lastEventId < 0n || lastEventId > INT64_MAX))

@@ -6,6 +6,7 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Missing, unknown, expired or revoked bearer token',
   403: 'The token lacks the scope this operation needs',
   404: 'No plant with this id belongs to the caller',
+  406: 'The Accept header admits none of the media types this operation answers with',
   409: 'The caller already has a plant with this id, with a different name or tag',
   413: 'The request body is larger than the configured limit',
   414: 'The id in the path is far longer than any id (a 64-bit id has at most 20 digits)',
