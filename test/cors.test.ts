@@ -83,6 +83,26 @@ describeHttpLayer('CORS with --cors-origin', (fx) => {
   });
 });
 
+describeHttpLayer('CORS with --cors-origin and rate limits', (fx) => {
+  const h = useApp(fx, { corsOrigin: APP, rateLimit: { max: 1, windowMs: 60_000 } });
+
+  it("exposes a 429's Retry-After and RateLimit headers to the page", async () => {
+    const token = await h.token('cors-limited');
+    const get = () => h.request({ method: 'GET', url: '/plants', token, headers: { origin: APP } });
+    assert.equal((await get()).statusCode, 200);
+    const over = await get();
+    assert.equal(over.statusCode, 429, over.body);
+    assert.equal(over.headers['access-control-allow-origin'], APP);
+    const exposed = String(over.headers['access-control-expose-headers'])
+      .split(/,\s*/)
+      .map((name) => name.toLowerCase());
+    for (const header of ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+      assert.ok(over.headers[header] !== undefined, `the 429 carries ${header}`);
+      assert.ok(exposed.includes(header), `${header} is exposed: ${exposed.join(', ')}`);
+    }
+  });
+});
+
 describeHttpLayer('CORS with --cors-origin *', (fx) => {
   const h = useApp(fx, { corsOrigin: '*' });
   it('allows any origin, still with tokens', async () => {

@@ -24,8 +24,17 @@ export async function registerCors(app: FastifyInstance, { origin }: CorsOptions
     origin: origin === '*' ? '*' : origin.split(',').map((o) => o.trim()),
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-    // Link carries the next page; the others explain an answer.
-    exposedHeaders: ['Link', 'X-Request-Id', 'WWW-Authenticate', 'Allow'],
+    // Link carries the next page; the others explain an answer (a 429 says when to retry).
+    exposedHeaders: [
+      'Link',
+      'X-Request-Id',
+      'WWW-Authenticate',
+      'Allow',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ],
     // No cookies: the API authenticates with bearer tokens only.
     credentials: false,
     maxAge: 600,
