@@ -145,6 +145,30 @@ needs(promtool, () => {
         });
       }
     });
+
+    it('the 5xx alert fires on 500s, not on 501s, which any client can cause', { timeout: 30_000 }, async () => {
+      const rules = of('yaml').find((b) => b.code.includes('alert: PlantStoreErrors'));
+      assert.ok(rules, 'the alerting rules name PlantStoreErrors');
+      writeFileSync(join(dir, 'rules.yml'), rules.code);
+      const series = (status: string, values: string) =>
+        `      - series: 'plant_store_http_request_duration_seconds_count{method="POST",route="/plants",status_code="${status}"}'\n` +
+        `        values: '${values}'\n`;
+      // Ten 501s a second for 20 minutes; ten 500s a second from minute 11 on.
+      const test =
+        'rule_files: [rules.yml]\ntests:\n  - interval: 1m\n    input_series:\n' +
+        series('501', '0+600x20') +
+        series('500', '0x10 600+600x9') +
+        '    alert_rule_test:\n' +
+        '      - eval_time: 10m\n        alertname: PlantStoreErrors\n        exp_alerts: []\n' +
+        '      - eval_time: 20m\n        alertname: PlantStoreErrors\n        exp_alerts:\n' +
+        '          - exp_labels: { severity: page }\n' +
+        '            exp_annotations: { summary: Plant Store answers more than one request in ten seconds with a 5xx }\n';
+      writeFileSync(join(dir, 'rules.test.yml'), test);
+      await run('promtool', ['test', 'rules', join(dir, 'rules.test.yml')]).catch(
+        (error: { stdout?: string; stderr?: string }) =>
+          assert.fail(`${where(rules)}: PlantStoreErrors: ${error.stdout}${error.stderr}`),
+      );
+    });
   });
 });
 

@@ -2,7 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
-import { AppError, errorResponse, errors } from '../http/errors.js';
+import { AppError, errorResponse, errors, isServerFailure } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import { FailureLog, requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
@@ -62,7 +62,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, r
   app.setErrorHandler<FastifyError>((error, request, reply) => {
     const appError = toAppError(error, bodyLimit, request.headers['content-type']);
     // 5xx details go to the log only; the client gets the catalog's message.
-    if (appError.statusCode >= 500) {
+    if (isServerFailure(appError.statusCode)) {
       if (requestLines) request.failure = error;
       else {
         // A kind of failure that repeats (a full disk) is logged with its stack once, then summarised.

@@ -1,6 +1,7 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { destination, levels, pino, type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
+import { isServerFailure } from '../http/errors.js';
 import { LogSampler, loggableUrl } from '../http/log-lines.js';
 import { errorChain } from '../store/error-causes.js';
 
@@ -111,7 +112,8 @@ export class FailureLog {
  * whatever the settings, so deciding here adds no hook to the hot path. By
  * default only a request slower than --slow-request-ms gets a line (warn);
  * 5xx causes are logged by the error handler. With --access-log every
- * request gets one (a 5xx at error, with its cause).
+ * request gets one (a server failure at error, with its cause; a 501, which
+ * the request caused, like a 4xx).
  */
 class RequestLog extends LogController {
   constructor(
@@ -131,7 +133,7 @@ class RequestLog extends LogController {
     const ms = reply.elapsedTime;
     if (this.everyRequest) {
       const line = { ...requestLine(request, reply.statusCode), responseTime: roundMs(ms) };
-      if (reply.statusCode >= 500)
+      if (isServerFailure(reply.statusCode))
         this.log.error({ ...line, err: this.failures.stack(request.failure) }, 'request failed');
       else if (ms >= this.slowMs) this.log.warn(line, 'slow request');
       else this.log.info(line, 'request completed');

@@ -4,6 +4,14 @@
 
 const REALM = 'plants';
 
+/**
+ * Whether a status says the server failed. A 501 is a 5xx, yet it refuses
+ * what the request itself asked for (a transfer coding this server does not
+ * implement), which only the client can change: like a 4xx, it is no failure
+ * to log with its cause or to alert on.
+ */
+export const isServerFailure = (status: number): boolean => status >= 500 && status !== 501;
+
 export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
