@@ -5,7 +5,7 @@ import { Value } from '@sinclair/typebox/value';
 import ipaddr from 'ipaddr.js';
 import { parse as parseToml } from 'smol-toml';
 import { INT32_MAX } from './schemas/plant.js';
-import { withoutPassword } from './db-url.js';
+import { SSL_MODES, postgresSslMode, withoutPassword } from './db-url.js';
 
 export const DURABILITIES = ['full', 'normal'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -759,7 +759,10 @@ export function loadConfig(
   const config = out as Config;
   readUrlFiles(config, sources, label);
   const dbProblem = checkDb(config.db);
-  if (dbProblem) throw new ConfigError(`${label('db')} ${dbProblem}`);
+  if (dbProblem) {
+    const where = config.dbFile === undefined ? label('db') : `the URL in ${config.dbFile} (${label('dbFile')})`;
+    throw new ConfigError(`${where} ${dbProblem}`);
+  }
   const corsProblem = checkCorsOrigin(config.corsOrigin);
   if (corsProblem) throw new ConfigError(`${label('corsOrigin')} ${corsProblem}`);
   // Failed authentications are limited along with --rate-limit, or on their own when asked for.
@@ -955,10 +958,14 @@ export function checkDb(db: string): string | undefined {
   if (isPostgresUrl(db)) {
     try {
       new URL(db);
-      return undefined;
     } catch {
       return `is not a valid PostgreSQL URL ("${withoutPassword(db)}"); ${SUPPORTED_DB_FORMS}`;
     }
+    const sslmode = postgresSslMode(db);
+    if (sslmode !== undefined && !SSL_MODES.includes(sslmode)) {
+      return `has sslmode=${JSON.stringify(sslmode.slice(0, 40))}, which is not an SSL mode; use one of ${SSL_MODES.slice(0, -1).join(', ')} or ${SSL_MODES.at(-1)!}`;
+    }
+    return undefined;
   }
   // A scheme of two letters or more ("C:" is a Windows drive), or postgres
   // followed by the wrong punctuation.

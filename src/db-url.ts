@@ -48,6 +48,24 @@ function withoutSslFiles(url: string): string {
   return `${url.slice(0, q)}?${query}`;
 }
 
+/** The sslmode values pg takes: libpq's, and pg's own no-verify. */
+export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'];
+
+/**
+ * The sslmode a PostgreSQL URL asks for, as pg reads it: the last sslmode
+ * parameter of its query; undefined when it names none (or an empty one).
+ * pg takes any value it does not know for a request to use TLS, so a typo
+ * would show up only as a failure to connect. The query is read here, not
+ * by parse(), which would also act on the other SSL parameters (read the
+ * files they name, refuse some combinations) and warn about some modes.
+ */
+export function postgresSslMode(url: string): string | undefined {
+  const q = url.indexOf('?');
+  if (q < 0) return undefined;
+  const mode = new URLSearchParams(url.slice(q + 1).split('#', 1)[0]).getAll('sslmode').at(-1);
+  return mode === '' ? undefined : mode;
+}
+
 /** "host:port", with brackets around an IPv6 address; a socket folder stays as it is. */
 export function hostPort(target: { host: string; port: number }): string {
   if (target.host.startsWith('/')) return `${target.host} (port ${target.port})`;

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, argvPasswordWarning, loadConfig } from '../src/config.js';
+import { runCliInProcess } from './helpers/cli.js';
 import { serveArgs, startServer, stopGracefully } from './helpers/server.js';
 import { describeOnStore } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/requirements.js';
@@ -49,6 +50,26 @@ describe('--db URLs that fail to parse', () => {
       }
     });
   }
+});
+
+describe('--db with an sslmode pg does not know', () => {
+  it(
+    'is a bad setting (exit 2) before any connection, and the password is not printed',
+    { timeout: 10_000 },
+    async () => {
+      const db = `postgresql://app:${encodeURIComponent(PASSWORD)}@127.0.0.1:1/plants?sslmode=bogus`;
+      for (const args of [
+        ['token', 'list', '--db', db],
+        ['migrate', '--db', db],
+        ['serve', '--port', '0', '--db', db],
+      ]) {
+        const r = await runCliInProcess(args);
+        assert.equal(r.code, 2, `${args[0]}: ${r.stderr}`);
+        assert.match(r.stderr, /: --db has sslmode="bogus", which is not an SSL mode; use one of disable, /);
+        assert.ok(!leaks(r.stderr) && !leaks(r.stdout), r.stderr);
+      }
+    },
+  );
 });
 
 describe('URLs read from files', () => {

@@ -1,6 +1,9 @@
 // loadConfig: where each setting comes from, how values are read, and the
 // messages for the values people get wrong.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, SETTINGS, checkDb, loadConfig, type SettingName } from '../../src/config.js';
 
@@ -163,6 +166,45 @@ describe('--db forms', () => {
 
   it('names DATABASE_URL when the value came from there', () => {
     assert.match(refused({}, { DATABASE_URL: 'mysql://localhost/x' }), /^DATABASE_URL looks like a mysql: URL/);
+  });
+});
+
+describe('--db sslmode', () => {
+  const url = (query: string) => `postgresql://app:Pa55word@127.0.0.1/plants${query}`;
+
+  it('takes the modes pg and libpq take, and a URL without one', () => {
+    for (const mode of ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'])
+      assert.equal(loadConfig({ db: url(`?sslmode=${mode}`) }, {}).db, url(`?sslmode=${mode}`));
+    for (const query of ['', '?application_name=x', '?sslmode='])
+      assert.equal(loadConfig({ db: url(query) }, {}).db, url(query));
+  });
+
+  it('refuses any other, naming the value, where it came from and the modes, never the password', () => {
+    for (const [query, shown] of [
+      ['?sslmode=bogus', 'bogus'],
+      ['?sslmode=Require', 'Require'],
+      ['?sslmode=verify_full&application_name=x', 'verify_full'],
+      // pg reads the last of a repeated parameter.
+      ['?sslmode=require&sslmode=bogus', 'bogus'],
+    ] as const) {
+      const message = refused({ db: url(query) });
+      assert.equal(
+        message,
+        `--db has sslmode="${shown}", which is not an SSL mode; use one of disable, allow, prefer, require, verify-ca, verify-full or no-verify`,
+      );
+    }
+    assert.match(refused({}, { PLANTS_DB: url('?sslmode=bogus') }), /^PLANTS_DB has sslmode="bogus"/);
+    assert.match(refused({}, { DATABASE_URL: url('?sslmode=bogus') }), /^DATABASE_URL has sslmode="bogus"/);
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-sslmode-'));
+    try {
+      const path = join(dir, 'db-url');
+      writeFileSync(path, url('?sslmode=bogus'), { mode: 0o600 });
+      const message = refused({ 'db-file': path });
+      assert.equal(message.startsWith(`the URL in ${path} (--db-file) has sslmode="bogus"`), true, message);
+      assert.ok(!message.includes('Pa55word'), message);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
