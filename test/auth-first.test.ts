@@ -86,9 +86,13 @@ describeHttpLayer('authentication before routing', (fx) => {
     assert.equal((await h.request({ method: 'GET', url: '/healthz' })).statusCode, 200);
   });
 
-  it('answers OPTIONS with Allow without a token, as a preflight would be', async () => {
+  it('answers OPTIONS with Allow without a token on a known path, as a preflight would be; 401 or 404 elsewhere', async () => {
     const res = await h.request({ method: 'OPTIONS', url: '/plants' });
     assert.equal(res.statusCode, 204);
     assert.equal(res.headers.allow, 'GET, HEAD, POST, OPTIONS');
+    // On a path no route serves, OPTIONS is like any other method.
+    assert.equal((await h.request({ method: 'OPTIONS', url: '/nowhere' })).statusCode, 401);
+    const token = await h.token('options-owner');
+    assert.equal((await h.request({ method: 'OPTIONS', url: '/nowhere', token })).statusCode, 404);
   });
 });

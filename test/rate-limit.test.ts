@@ -167,20 +167,47 @@ describeHttpLayer('rate limits in one process', (fx) => {
     await delay(10);
     assert.equal((await from('2001:db8::3', carol)).statusCode, 429);
   });
-
-  it('documents the 429 answer on the plant operations', async () => {
-    const doc = JSON.parse((await h.request({ method: 'GET', url: '/openapi.json' })).body) as {
-      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
-    };
-    for (const [path, method] of [
-      ['/plants', 'get'],
-      ['/plants', 'post'],
-      ['/plants/{id}', 'delete'],
-    ] as const)
-      assert.ok(doc.paths[path]![method]!.responses['429'], `${method} ${path} documents 429`);
-    assert.equal(doc.paths['/healthz']!.get!.responses['429'], undefined);
-  });
 });
+
+// The served document declares 429 on every operation that takes a token
+// whenever either limit is on (--rate-limit brings the failed-authentication
+// limit along), and otherwise only on GET /plants/events, whose caps on open
+// streams answer 429 whatever the settings.
+for (const [env, limited] of [
+  [{ PLANTS_RATE_LIMIT: '3/1m' }, true],
+  [{ PLANTS_AUTH_FAIL_LIMIT: '3/1m' }, true],
+  [{}, false],
+] as const) {
+  describeHttpLayer(`429 in /openapi.json with ${JSON.stringify(env)}`, (fx) => {
+    const { rateLimit, authFailLimit } = loadConfig({}, env);
+    const h = useApp(fx, { rateLimit, authFailLimit });
+
+    it(
+      limited ? 'declares 429 on every operation that takes a token' : 'declares 429 only where it can happen',
+      async () => {
+        const doc = JSON.parse((await h.request({ method: 'GET', url: '/openapi.json' })).body) as {
+          paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+        };
+        const declares = (path: string, method: string) => doc.paths[path]![method]!.responses['429'] !== undefined;
+        for (const [path, method] of [
+          ['/plants', 'get'],
+          ['/plants', 'post'],
+          ['/plants/{id}', 'delete'],
+        ] as const)
+          assert.equal(declares(path, method), limited, `${method} ${path}`);
+        assert.ok(declares('/plants/events', 'get'));
+        assert.ok(!declares('/healthz', 'get') && !declares('/readyz', 'get'));
+        if (rateLimit !== null) {
+          const token = await h.token('documented');
+          const answers = [];
+          for (let i = 0; i <= rateLimit.max; i++)
+            answers.push((await h.request({ method: 'GET', url: '/plants', token })).statusCode);
+          assert.deepEqual(answers, [200, 200, 200, 429]);
+        }
+      },
+    );
+  });
+}
 
 needs(sharedRedis, () =>
   describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
