@@ -37,7 +37,7 @@ export function cliPage(): string {
     '|---|---|',
     '| 0 | done |',
     '| 1 | failed: the store could not be reached or used, or nothing matched (`token revoke`, `webhook remove`) |',
-    '| 2 | the command line or a setting is wrong; nothing was changed |',
+    '| 2 | the command line or a setting is wrong, or lacks a flag the situation needs (`restore --force`); nothing was changed |',
     '| 130, 143 | `serve` only: a second SIGINT or SIGTERM forced the exit before in-flight requests finished |',
     '',
     'Every error is one line on stderr that starts with `plant-store <command>:` (or `plant-store:`',

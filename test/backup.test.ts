@@ -95,12 +95,13 @@ describe('backup and restore (SQLite)', () => {
     const backup = file('src.backup');
     assert.equal((await runCliInProcess(['backup', '--db', db, '--out', backup])).code, 0);
 
+    // Refusals that another command line fixes are exit code 2; the others 1.
     const exists = await runCliInProcess(['backup', '--db', db, '--out', backup]);
-    assert.notEqual(exists.code, 0);
+    assert.equal(exists.code, 2, exists.stderr);
     assert.match(exists.stderr, /exists already/);
 
     const inUse = await runCliInProcess(['restore', '--from', backup, '--db', db, '--force']);
-    assert.notEqual(inUse.code, 0);
+    assert.equal(inUse.code, 1, inUse.stderr);
     assert.match(inUse.stderr, /in use/);
     assert.equal(
       (await httpRequest(`${server.url}/plants`, { method: 'POST', token, json: { id: 2, name: 'two' } })).status,
@@ -109,18 +110,32 @@ describe('backup and restore (SQLite)', () => {
     await stopGracefully(server);
 
     const full = await runCliInProcess(['restore', '--from', backup, '--db', db]);
-    assert.notEqual(full.code, 0);
+    assert.equal(full.code, 2, full.stderr);
     assert.match(full.stderr, /--force/);
 
     const damaged = file('damaged.backup');
     const bytes = readFileSync(backup);
     writeFileSync(damaged, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const bad = await runCliInProcess(['restore', '--from', damaged, '--db', db, '--force']);
-    assert.notEqual(bad.code, 0);
-    assert.match(bad.stderr, /damaged|not a SQLite database|malformed|cannot be read/);
+    // Without a checksum of their own, so that their content is what is checked.
+    const bad = await runCliInProcess(['restore', '--from', damaged, '--db', db, '--force', '--without-checksum']);
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /is damaged|not a SQLite database|malformed|cannot be read/);
     const garbage = file('garbage.backup');
     writeFileSync(garbage, 'not a database at all, just text'.repeat(200));
-    assert.notEqual((await runCliInProcess(['restore', '--from', garbage, '--db', db, '--force'])).code, 0);
+    const notSqlite = await runCliInProcess([
+      'restore',
+      '--from',
+      garbage,
+      '--db',
+      db,
+      '--force',
+      '--without-checksum',
+    ]);
+    assert.equal(notSqlite.code, 1, notSqlite.stderr);
+    assert.match(notSqlite.stderr, /not a (SQLite )?database/);
+    const missing = await runCliInProcess(['restore', '--from', file('missing.backup'), '--db', db, '--force']);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.match(missing.stderr, /no file at /);
 
     // Refusals changed nothing: both plants are still there.
     let check = await serveInProcess(serveArgs(db));

@@ -29,6 +29,14 @@ export class BackupError extends Error {
   override name = 'BackupError';
 }
 
+/**
+ * A refusal that another command line fixes (a new --out, --force,
+ * --without-checksum, a --from that names a file); nothing was changed.
+ */
+export class BackupOptionError extends BackupError {
+  override name = 'BackupOptionError';
+}
+
 const TABLES = ['plants', 'tokens'];
 
 function fsyncPath(path: string): void {
@@ -57,7 +65,7 @@ export async function backupSqlite(
   onProgress: (written: number, total: number) => void = () => {},
 ): Promise<void> {
   if (!existsSync(from)) throw new BackupError(`no SQLite store at ${from}`);
-  if (existsSync(to)) throw new BackupError(`${to} exists already; choose a new file for the backup`);
+  if (existsSync(to)) throw new BackupOptionError(`${to} exists already; choose a new file for the backup`);
   const partial = `${to}.partial`;
   rmSync(partial, { force: true });
   // A backup holds what the store holds: created 0600 (VACUUM INTO fills an empty file).
@@ -105,15 +113,10 @@ function sha256(path: string): Promise<string> {
   });
 }
 
-/** Why the backup's checksum file does not vouch for it, or undefined when it does. */
-async function checksumProblem(path: string, { withoutChecksum }: { withoutChecksum: boolean }) {
+/** Why the backup's checksum file does not vouch for it, or undefined when it does (or there is none). */
+async function checksumProblem(path: string) {
   const sum = `${path}${CHECKSUM_SUFFIX}`;
-  if (!existsSync(sum)) {
-    return withoutChecksum
-      ? undefined
-      : `${sum} is missing: plant-store backup writes it next to each backup; ` +
-          'add --without-checksum to restore a backup made without one (by an older version)';
-  }
+  if (!existsSync(sum)) return undefined;
   const expected = /^([0-9a-f]{64})\s/.exec(readFileSync(sum, 'utf8'))?.[1];
   if (!expected) return `${sum} does not hold a SHA-256 checksum`;
   if ((await sha256(path)) !== expected)
@@ -155,13 +158,26 @@ async function schemaProblem(path: string, db: Database.Database): Promise<strin
   return `${path} does not have the Plant Store schema, so it is not restored: ${shown}`;
 }
 
-/** Why `path` is not a usable Plant Store backup, or undefined when it is. */
+/** Why `path` is not a usable Plant Store backup, as the error restore throws, or undefined when it is. */
 export async function checkBackup(
   path: string,
-  options: { withoutChecksum: boolean } = { withoutChecksum: false },
-): Promise<string | undefined> {
-  if (!existsSync(path)) return `no file at ${path}`;
-  const checksum = await checksumProblem(path, options);
+  { withoutChecksum }: { withoutChecksum: boolean } = { withoutChecksum: false },
+): Promise<BackupError | undefined> {
+  if (!existsSync(path)) return new BackupOptionError(`no file at ${path}`);
+  const sum = `${path}${CHECKSUM_SUFFIX}`;
+  if (!withoutChecksum && !existsSync(sum)) {
+    return new BackupOptionError(
+      `${sum} is missing: plant-store backup writes it next to each backup; ` +
+        'add --without-checksum to restore a backup made without one (by an older version)',
+    );
+  }
+  const problem = await contentProblem(path);
+  return problem === undefined ? undefined : new BackupError(problem);
+}
+
+/** Why the file at `path` does not hold a Plant Store backup, or undefined when it does. */
+async function contentProblem(path: string): Promise<string | undefined> {
+  const checksum = await checksumProblem(path);
   if (checksum) return checksum;
   let db: Database.Database;
   try {
@@ -234,10 +250,11 @@ export async function restoreSqlite(
   { force, withoutChecksum = false }: { force: boolean; withoutChecksum?: boolean },
 ): Promise<void> {
   const problem = await checkBackup(from, { withoutChecksum });
-  if (problem) throw new BackupError(problem);
+  if (problem) throw problem;
   if (existsSync(to)) {
     if (inUse(to)) throw new BackupError(`${to} is in use by a running server or command; stop it first`);
-    if (!force && !isEmpty(to)) throw new BackupError(`${to} holds plants or tokens; add --force to replace them`);
+    if (!force && !isEmpty(to))
+      throw new BackupOptionError(`${to} holds plants or tokens; add --force to replace them`);
   }
   mkdirSync(dirname(to), { recursive: true, mode: PRIVATE_FOLDER });
   const partial = `${to}.restoring`;

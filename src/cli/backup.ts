@@ -13,7 +13,7 @@ export const backup: Command = {
   summary:
     'Copies a SQLite store to a new file while servers keep serving; the copy is consistent as of its start. For PostgreSQL use pg_dump.',
   output:
-    'stderr: progress, then the file written and the time taken. With --json, stdout: {"out", "checksum", "bytes", "seconds"} and no progress.',
+    'stderr: progress, then the file written and the time taken. With --json, stdout: {"out", "checksum", "bytes", "seconds"} and no progress. Exit code 2 when the --out file exists already.',
   settings: ['db'],
   flags: {
     out: { type: 'string', arg: 'FILE', help: 'the new backup file (must not exist)' },

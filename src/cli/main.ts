@@ -1,3 +1,4 @@
+import { BackupOptionError } from '../backup/sqlite-backup.js';
 import { ConfigError, editDistance, nearest } from '../config.js';
 import { errorMessages } from '../store/error-causes.js';
 import { UsageError, helpText, parseCommandArgs, wrap, type CliIo, type Command } from './args.js';
@@ -80,7 +81,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     return await command.run(io, values, positionals);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    // Refusals that another command line fixes, having changed nothing.
+    if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupOptionError) {
       io.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
       return 2;
     }

@@ -9,7 +9,8 @@ export const restore: Command = {
   usage: 'restore --from FILE [--force] [--without-checksum] [--db PATH]',
   summary:
     'Replaces a SQLite store with a backup, after checking the backup: its checksum (FILE.sha256, written by plant-store backup), its integrity, and that its schema is exactly the one this version makes (no table, index, trigger or view of its own). Refuses a store in use, and one holding plants or tokens unless --force.',
-  output: 'stderr: the store replaced and the backup it now holds. Exit code 1 when the backup fails a check (named).',
+  output:
+    'stderr: the store replaced and the backup it now holds. Exit code 1 when the backup fails a check (named) or the store is in use; 2 when --from names no file, or the store holds plants or tokens without --force, or the backup has no checksum without --without-checksum.',
   settings: ['db'],
   flags: {
     from: { type: 'string', arg: 'FILE', help: 'the backup file made by plant-store backup' },
