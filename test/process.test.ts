@@ -245,6 +245,9 @@ describeEachStore('graceful shutdown', (fx) => {
       };
       const ra = split(a.received);
       assert.match(ra.head, /^HTTP\/1\.1 200 /, `the request in flight completes:\n${a.received}`);
+      // Its connection closes after the answer: the answer must not invite another request.
+      assert.match(ra.head, /\r\nconnection: close(\r\n|$)/i, ra.head);
+      assert.doesNotMatch(ra.head, /keep-alive/i, ra.head);
       assert.equal(ra.body, JSON.stringify({ name: 'in-flight' }));
       const rb = split(b.received);
       assert.match(rb.head, /^HTTP\/1\.1 503 /, `the request that arrived during shutdown:\n${b.received}`);

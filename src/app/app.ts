@@ -139,11 +139,12 @@ async function assemble(
   app.addHook('preClose', (done) => {
     shutdown.closing = true;
     // Keep-alive connections would otherwise hold the server open: close each
-    // one as soon as its in-flight request has been answered, and those that
-    // never sent one at once.
+    // one as soon as its in-flight request has been answered (which says
+    // Connection: close), and those that never sent one at once.
     const reapNow = () => {
       app.server.closeIdleConnections();
       connections.closeUnused();
+      connections.closeAfterAnswers();
     };
     reapNow();
     const reap = setInterval(reapNow, 50);

@@ -56,7 +56,23 @@ export interface GuardedConnections {
    * a shutdown for that long; with nothing received, no request is lost.
    */
   closeUnused(): void;
+  /**
+   * Has each response not yet begun say `Connection: close`, and its
+   * connection close once it is sent, so that no client sends another request
+   * on a connection about to close. A connection that has already read a
+   * later request (pipelined) is left to be closed once idle: its answer
+   * waits behind this one, and closing after this one would lose it.
+   */
+  closeAfterAnswers(): void;
 }
+
+/** What Node keeps on a server socket (fields it has had since 0.x). */
+type ServerSocket = Socket & {
+  /** The response the connection is working on. */
+  _httpMessage?: ServerResponse | null;
+  /** The parser, whose `incoming` is the last request it read. */
+  parser?: { incoming?: unknown } | null;
+};
 
 /**
  * The connection cap, and a deadline for the whole request: Node's timeouts
@@ -96,8 +112,7 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
   const sweep = () => {
     const now = performance.now();
     for (const socket of sockets) {
-      // The response a connection is working on (Node has kept this field since 0.x).
-      const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      const res = (socket as ServerSocket)._httpMessage;
       if (!res || isLongLived(res)) continue;
       const since = firstSeen.get(res);
       if (since === undefined) firstSeen.set(res, now);
@@ -116,6 +131,12 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
   return {
     closeUnused() {
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    },
+    closeAfterAnswers() {
+      for (const socket of sockets as Set<ServerSocket>) {
+        const res = socket._httpMessage;
+        if (res && !res.headersSent && (socket.parser?.incoming ?? res.req) === res.req) res.shouldKeepAlive = false;
+      }
     },
   };
 }
