@@ -214,6 +214,18 @@ describeEachStore('export and import, from SQLite', (fx) => {
     const second = await runCliInProcess(['import', '--db', fx.db], {}, text);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /0 tokens and 0 plants were new/);
+    assert.match(second.stderr, /3 tokens and 5 plants were in the store already and are skipped/);
+    // Every record read is counted once: stored or skipped.
+    const third = await runCliInProcess(['import', '--json', '--db', fx.db], {}, text);
+    assert.equal(third.code, 0, third.stderr);
+    assert.deepEqual(JSON.parse(third.stdout), {
+      read: 8,
+      tokens: 0,
+      plants: 0,
+      tokensSkipped: 3,
+      plantsSkipped: 5,
+      tokenOwners: {},
+    });
     // Exported again from where it was imported: the same tokens and plants.
     const again = await runCliInProcess(['export', '--db', fx.db]);
     assert.equal(again.code, 0, again.stderr);

@@ -102,6 +102,17 @@ describe('plant-store import', () => {
     assert.equal(p.code, 0, p.stderr);
     assert.match(p.stderr, /0 tokens and 1 plants were new/);
     assert.match(p.stderr, /3 tokens left out \(--plants-only\)/);
+    assert.doesNotMatch(p.stderr, /in the store already/);
+    const again = await importText(plantsOnly, lines, '--plants-only', '--json');
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(JSON.parse(again.stdout), {
+      read: 4,
+      tokens: 0,
+      plants: 0,
+      tokensSkipped: 3,
+      plantsSkipped: 1,
+      tokenOwners: {},
+    });
     const none = await runCli(['token', 'list', '--json', '--db', plantsOnly]);
     assert.equal(none.stdout.trim(), '');
   });

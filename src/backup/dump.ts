@@ -131,13 +131,19 @@ function parseLine(text: string): Line {
   throw new DumpError(`unknown record type ${JSON.stringify(v.type)}`);
 }
 
+/**
+ * What an import did with each record it read: stored (`tokens`, `plants`)
+ * or skipped, so that `read` = tokens + tokensSkipped + plants + plantsSkipped.
+ */
 export interface ImportResult extends Progress {
   /** Records read (tokens and plants), whether new or already present. */
   read: number;
   /** The tokens stored, by owner (new ones only). */
   tokenOwners: Map<string, number>;
-  /** Token records left out (plantsOnly). */
+  /** Token records not stored: the store has a token with that id or hash already, or plantsOnly left them all out. */
   tokensSkipped: number;
+  /** Plant records not stored: the owner has a plant with that id already (stored before, or earlier in the dump). */
+  plantsSkipped: number;
 }
 
 export interface ImportOptions {
@@ -158,7 +164,14 @@ export async function readDump(
   onProgress: (p: ImportResult) => void = () => {},
   { plantsOnly = false }: ImportOptions = {},
 ): Promise<ImportResult> {
-  const result: ImportResult = { tokens: 0, plants: 0, read: 0, tokenOwners: new Map(), tokensSkipped: 0 };
+  const result: ImportResult = {
+    tokens: 0,
+    plants: 0,
+    read: 0,
+    tokenOwners: new Map(),
+    tokensSkipped: 0,
+    plantsSkipped: 0,
+  };
   let tokens: TokenDump[] = [];
   let owner = '';
   let plants: { id: bigint; name: string; tag?: string }[] = [];
@@ -173,13 +186,18 @@ export async function readDump(
     tokens = [];
     for (const [tokenOwner, theirs] of byOwner) {
       const stored = await store.transfer.importTokens(theirs);
+      result.tokensSkipped += theirs.length - stored;
       if (stored === 0) continue;
       result.tokens += stored;
       result.tokenOwners.set(tokenOwner, (result.tokenOwners.get(tokenOwner) ?? 0) + stored);
     }
   };
   const flushPlants = async () => {
-    if (plants.length > 0) result.plants += await store.plants.insertMany(owner, plants);
+    if (plants.length > 0) {
+      const stored = await store.plants.insertMany(owner, plants);
+      result.plants += stored;
+      result.plantsSkipped += plants.length - stored;
+    }
     plants = [];
     onProgress(result);
   };

@@ -13,7 +13,7 @@ export const importCommand: Command = {
   summary:
     'Reads JSON lines written by plant-store export from stdin into a store. Every record is checked as the API checks it. Tokens are imported too, so they keep working (the report says how many, for which owners); --plants-only leaves them out. Plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
   output:
-    'stderr: progress, then the records read, the tokens and plants stored, and the owners of the tokens imported. With --json, stdout: {"read", "tokens", "plants", "tokensSkipped", "tokenOwners"} (tokenOwners maps each owner to its count). Exit code 2 when stdin is not an export, or a line is too long (its number is given).',
+    'stderr: progress, then the records read, the tokens and plants stored, the owners of the tokens imported, and what was skipped. With --json, stdout: {"read", "tokens", "plants", "tokensSkipped", "plantsSkipped", "tokenOwners"}: the records read, those stored, those skipped (already in the store, or tokens left out by --plants-only), and the owners of the tokens stored, each with its count. Exit code 2 when stdin is not an export, or a line is too long (its number is given).',
   settings: ['db', 'pg-pooler'],
   flags: {
     'plants-only': { type: 'boolean', help: "import only the plants, not the dump's tokens" },
@@ -41,6 +41,7 @@ export const importCommand: Command = {
           tokens: done.tokens,
           plants: done.plants,
           tokensSkipped: done.tokensSkipped,
+          plantsSkipped: done.plantsSkipped,
           tokenOwners: Object.fromEntries(done.tokenOwners),
         });
         return 0;
@@ -57,7 +58,14 @@ export const importCommand: Command = {
             'use --plants-only to import plants without tokens\n',
         );
       }
-      if (done.tokensSkipped > 0) ctx.stderr.write(`import: ${done.tokensSkipped} tokens left out (--plants-only)\n`);
+      if (plantsOnly && done.tokensSkipped > 0)
+        ctx.stderr.write(`import: ${done.tokensSkipped} tokens left out (--plants-only)\n`);
+      const present = plantsOnly ? 0 : done.tokensSkipped;
+      if (present > 0 || done.plantsSkipped > 0) {
+        ctx.stderr.write(
+          `import: ${present} tokens and ${done.plantsSkipped} plants were in the store already and are skipped\n`,
+        );
+      }
       return 0;
     } catch (error) {
       if (error instanceof DumpError) throw new UsageError(`stdin is not a plant-store export: ${error.message}`);
