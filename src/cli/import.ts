@@ -13,7 +13,7 @@ export const importCommand: Command = {
   summary:
     'Reads JSON lines written by plant-store export from stdin into a store. Every record is checked as the API checks it. Tokens are imported too, so they keep working (the report says how many, for which owners); --plants-only leaves them out. Plants keep their order; what the store has already is skipped, so importing twice duplicates nothing.',
   output:
-    'stderr: progress, then the records read, the tokens and plants stored, the owners of the tokens imported, and what was skipped. With --json, stdout: {"read", "tokens", "plants", "tokensSkipped", "plantsSkipped", "tokenOwners"}: the records read, those stored, those skipped (already in the store, or tokens left out by --plants-only), and the owners of the tokens stored, each with its count. Exit code 2 when stdin is not an export, or a line is too long (its number is given).',
+    'stderr: progress, then the records read, the tokens and plants stored, the owners of the tokens imported, and what was skipped. With --json, stdout: {"read", "tokens", "plants", "tokensSkipped", "plantsSkipped", "tokenOwners"}: the records read, those stored, those skipped (already in the store, or tokens left out by --plants-only), and the owners of the tokens stored, each with its count. Exit code 2 when stdin is not an export, or a line is too long (its number is given); the records before that line are stored, and importing again is safe.',
   settings: ['db', 'pg-pooler'],
   flags: {
     'plants-only': { type: 'boolean', help: "import only the plants, not the dump's tokens" },
