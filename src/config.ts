@@ -599,6 +599,10 @@ function expectation(schema: TSchema): string {
   return 'valid';
 }
 
+// The Redis client reads the URL only when rate limits start; one it cannot
+// parse (redis://[x) would stop the start-up there, with a bare "Invalid URL".
+const isRedisUrl = (text: string) => /^rediss?:\/\/./i.test(text) && URL.canParse(text);
+
 function readValue(name: SettingName, raw: string, label: string): string | number | boolean | Rate | null {
   const setting = settingSpec(name);
   if (setting.kind === 'string') return raw;
@@ -617,7 +621,7 @@ function readValue(name: SettingName, raw: string, label: string): string | numb
   if (setting.kind === 'port-or-off' && raw === 'off') return null;
   if (setting.kind === 'redis-url') {
     if (raw === 'off') return null;
-    if (!/^rediss?:\/\/./i.test(raw)) throw new ConfigError(`${label} must be a redis:// or rediss:// URL, or off`);
+    if (!isRedisUrl(raw)) throw new ConfigError(`${label} must be a redis:// or rediss:// URL, or off`);
     return raw;
   }
   if (setting.kind === 'rate') {
@@ -820,7 +824,7 @@ function readUrlFiles(config: Config, sources: Map<SettingName, Source>, label: 
       );
     }
     if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
-    if (key === 'redis' && !/^rediss?:\/\/./i.test(text))
+    if (key === 'redis' && !isRedisUrl(text))
       throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
     config[key] = text;
   }

@@ -66,6 +66,7 @@ describe('rate limit settings', () => {
     const fromEnv = loadConfig(on, { PLANTS_REDIS_URL: 'rediss://r.example:6380/2' });
     assert.equal(fromEnv.redis, 'rediss://r.example:6380/2');
     assert.throws(() => loadConfig({ redis: 'http://x' }, {}), /--redis must be a redis:\/\/ or rediss:\/\/ URL/);
+    assert.throws(() => loadConfig({ redis: 'redis://[x' }, {}), /--redis must be a redis:\/\/ or rediss:\/\/ URL/);
   });
 });
 

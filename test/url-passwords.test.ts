@@ -106,6 +106,10 @@ describe('URLs read from files', () => {
       refused({ 'redis-url-file': file('bad-redis', 'http://x') }),
       /must hold a redis:\/\/ or rediss:\/\/ URL/,
     );
+    assert.match(
+      refused({ 'redis-url-file': file('unparsable-redis', 'redis://:s3cret@[cache') }),
+      /must hold a redis:\/\/ or rediss:\/\/ URL/,
+    );
   });
 
   it(
