@@ -155,7 +155,13 @@ describeEachStore('live plant events', (fx) => {
   it('answers 406 as JSON to an Accept that does not admit text/event-stream, after the token check', T, async () => {
     const reader = await token('accept-owner');
     const url = `${s.base}/plants/events`;
-    for (const accept of ['application/json', 'text/html, application/json;q=0.9', 'text/event-stream;q=0, */*']) {
+    const refused = [
+      'application/json',
+      'text/html, application/json;q=0.9',
+      'text/event-stream;q=0, */*',
+      'text/event-stream; charset=latin1',
+    ];
+    for (const accept of refused) {
       assert.equal((await fetch(url, { headers: { accept } })).status, 401, `${accept} without a token`);
       for (const method of ['GET', 'HEAD']) {
         const res = await fetch(url, { method, headers: { authorization: `Bearer ${reader}`, accept } });
@@ -168,7 +174,13 @@ describeEachStore('live plant events', (fx) => {
       }
     }
     // What EventSource sends, what curl and fetch send, and other ranges that admit the stream.
-    const admitted = ['text/event-stream', '*/*', 'text/*', 'application/json, text/event-stream;q=0.1'];
+    const admitted = [
+      'text/event-stream',
+      '*/*',
+      'text/*',
+      'application/json, text/event-stream;q=0.1',
+      'text/event-stream; charset=utf-8',
+    ];
     for (const [i, accept] of admitted.entries()) {
       const controller = new AbortController();
       const res = await fetch(url, {

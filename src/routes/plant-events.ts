@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import Negotiator from 'negotiator';
 import type { Authenticate } from '../auth/bearer.js';
-import { accepts } from '../http/accept.js';
 import { errors } from '../http/errors.js';
 import { markLongLived } from '../http/long-lived.js';
 import { INT64_MAX, parseInt64Text } from '../schemas/int64.js';
@@ -23,6 +23,9 @@ const EventHeaders = Type.Object({
   ),
 });
 type EventHeaders = Static<typeof EventHeaders>;
+
+/** What the stream is sent as, and what a request's Accept must admit. */
+const STREAM_TYPE = 'text/event-stream; charset=utf-8';
 
 const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of the caller's plants, in the order the changes committed; event ids increase but are not consecutive:
 
@@ -61,8 +64,9 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
       },
     },
     async (request, reply) => {
+      // No Accept at all admits anything (RFC 9110 12.5.1); q-values and ranges are read as negotiator reads them.
       const accept = request.headers.accept;
-      if (accept !== undefined && !accepts(accept, 'text/event-stream'))
+      if (accept !== undefined && new Negotiator(request.raw).mediaType([STREAM_TYPE]) === undefined)
         throw errors.notAcceptable(
           `this is a Server-Sent Events stream: send Accept: text/event-stream (the Accept header sent, "${accept.slice(0, 100)}", does not admit it)`,
         );
@@ -71,7 +75,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
       if (raw !== undefined && (lastEventId === undefined || lastEventId < 0n || lastEventId > INT64_MAX))
         throw errors.badRequest('Last-Event-ID must be an event id received from this stream');
       // HEAD gets the stream's headers and no stream: it would never end, and would hold one of the owner's streams.
-      if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send();
+      if (request.method === 'HEAD') return reply.type(STREAM_TYPE).send();
       const { owner } = request.principal;
       const res = reply.raw;
       await feed.start(owner, res, lastEventId, () => {
@@ -80,7 +84,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
         for (const [name, value] of Object.entries(reply.getHeaders()))
           if (value !== undefined) res.setHeader(name, value);
         res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
+          'content-type': STREAM_TYPE,
           'cache-control': 'no-store',
           // Tells nginx not to buffer the stream.
           'x-accel-buffering': 'no',
