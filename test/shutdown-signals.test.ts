@@ -130,7 +130,7 @@ describeOnStore('sqlite', 'planned shutdown with requests still arriving', (fx) 
     assert.equal(summary.length, 1, `one summary line:\n${server.stdout}`);
     assert.equal(summary[0]!.level, 30, 'at info');
     assert.equal(summary[0]!.refused, creates.length, 'it counts the refused requests');
-    assert.equal(summary[0]!.msg, `refused ${creates.length} requests with 503 while shutting down`);
+    assert.equal(summary[0]!.msg, `refused ${creates.length} requests while shutting down`);
     assert.equal(
       server.logLines().filter((l) => l.statusCode === 503).length,
       0,

@@ -133,7 +133,7 @@ async function assemble(
   app.addHook('onClose', (_instance, done) => {
     const { refusedCount } = shutdown;
     if (refusedCount > 0)
-      app.log.info({ refused: refusedCount }, `refused ${refusedCount} requests with 503 while shutting down`);
+      app.log.info({ refused: refusedCount }, `refused ${refusedCount} requests while shutting down`);
     done();
   });
   app.addHook('preClose', (done) => {
