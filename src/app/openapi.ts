@@ -3,6 +3,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { API_VERSION } from '../schemas/api-version.js';
 import { ErrorBody } from '../schemas/error.js';
+import { otherErrors } from '../schemas/responses.js';
 import { NewPlant, NewPlantComponent, Plant } from '../schemas/plant.js';
 import { WEBHOOK_SCHEMAS, WEBHOOKS } from '../schemas/webhook.js';
 
@@ -54,8 +55,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url }) => {
-      const body = documentedBodies.get(schema?.body);
-      return { schema: body === undefined ? schema : { ...schema, body }, url };
+      if (schema === undefined) return { schema, url };
+      const body = documentedBodies.get(schema.body);
+      const response = schema.response === undefined ? undefined : { ...schema.response, default: otherErrors };
+      return { schema: { ...schema, ...(body && { body }), ...(response && { response }) }, url };
     },
   });
 }

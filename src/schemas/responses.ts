@@ -40,7 +40,9 @@ const HEADERS: Record<number, Record<string, { type: 'string'; description: stri
 // What any operation may answer, whatever it does: the server refuses these
 // before the operation's own checks, or instead of running it. Documented
 // once per operation as `default`, so that a client generated from the
-// document, or a conformance checker, expects them.
+// document, or a conformance checker, expects them. Only the document has it:
+// in a route's own schema, `default` would also be the serializer of every
+// status the route does not list.
 const OTHER_ERRORS =
   'Another error, with the same Error body. Besides the statuses listed, any operation may answer: ' +
   '400 when the request cannot be parsed (malformed HTTP, no Host header or more than one, more than one ' +
@@ -52,23 +54,15 @@ const OTHER_ERRORS =
   '500 on an unexpected error; ' +
   '503 while the server is shutting down, or when the request is not answered within the request timeout.';
 
-const otherErrors = Type.Ref(ErrorBody, { description: OTHER_ERRORS });
+/** The `default` response of every operation in the OpenAPI document. */
+export const otherErrors = Type.Ref(ErrorBody, { description: OTHER_ERRORS });
 
-/**
- * Response entries for the given error statuses, and `default` for the
- * errors any operation may answer, all pointing at the one Error schema.
- */
-export function errorResponses(...statuses: number[]): Record<string, unknown> {
-  return {
-    ...Object.fromEntries(
-      statuses.map((s) => [
-        s,
-        Type.Ref(ErrorBody, {
-          description: DESCRIPTIONS[s] ?? 'Error',
-          ...(HEADERS[s] ? { headers: HEADERS[s] } : {}),
-        }),
-      ]),
-    ),
-    default: otherErrors,
-  };
+/** Response entries for the given error statuses, all pointing at the one Error schema. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error', ...(HEADERS[s] ? { headers: HEADERS[s] } : {}) }),
+    ]),
+  );
 }
