@@ -84,10 +84,10 @@ export interface Command {
   run(ctx: CommandContext, values: ArgValues, positionals: string[]): Promise<number>;
 }
 
-/** --json: the same flag, with the command's own words for what it prints. */
 /** The settings a command takes: those it names, and the files that may hold their values (--db-file). */
 const commandSettings = (cmd: Pick<Command, 'settings'>): SettingName[] => withValueFiles(cmd.settings);
 
+/** --json: the same flag, with the command's own words for what it prints. */
 export const jsonFlag = (what: string): CommandFlag => ({ type: 'boolean', help: `print ${what} as one JSON object` });
 
 const CONFIG_FLAG: CommandFlag = {
