@@ -243,6 +243,26 @@ describeHttpLayer('request framing on a listening server', (fx) => {
     assert.match(r.head, /content-type: application\/json; charset=utf-8/);
   });
 
+  it(
+    'answers a method Node does not know with a JSON 501, and noise with a JSON 400',
+    { timeout: 10_000 },
+    async () => {
+      for (const method of ['FROB', 'get', 'BREW']) {
+        const r = await raw(`${method} /plants HTTP/1.1\r\nHost: x\r\n${auth()}`);
+        assert.deepEqual(
+          [r.status, r.body],
+          [501, { error: 501, message: `the method ${method} is not implemented by this server` }],
+        );
+        assert.match(r.head, /content-type: application\/json; charset=utf-8/);
+      }
+      // A TLS handshake sent to the plain HTTP port, and a method with a character no token has.
+      for (const noise of ['\x16\x03\x01\x02\x00\x01\x00\xfc\x03\x03', 'G@T /plants HTTP/1.1\r\nHost: x\r\n']) {
+        const r = await raw(noise);
+        assert.deepEqual([r.status, r.body], [400, { error: 400, message: 'malformed HTTP request' }]);
+      }
+    },
+  );
+
   it('refuses unknown and repeated query parameters on every route', { timeout: 10_000 }, async () => {
     const cases: [string, string, string][] = [
       ['DELETE', '/plants/1?x=1', 'unknown query parameter "x"'],

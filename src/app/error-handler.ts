@@ -125,13 +125,30 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.destroy();
     return undefined;
   }
+  const method = error.code === 'HPE_INVALID_METHOD' ? unknownMethod(error) : undefined;
   const appError = timedOut
     ? errors.requestTimeout()
     : error.code === 'HPE_HEADER_OVERFLOW'
       ? errors.headersTooLarge()
-      : errors.badRequest('malformed HTTP request');
+      : method !== undefined
+        ? errors.notImplemented(`the method ${method} is not implemented by this server`)
+        : errors.badRequest('malformed HTTP request');
   answerOnSocket(socket, appError);
   return appError.statusCode;
+}
+
+// A request line whose method is a well-formed token (RFC 9110 9.1), at most
+// 32 characters, that Node does not know: FROB, or get in lower case.
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) \S+ HTTP\/1\.[01]\r?\n/;
+
+/**
+ * The method of a request Node refused for its method, when the request line
+ * is otherwise well formed: RFC 9110 asks for 501 there. Anything else (TLS
+ * sent to this port, binary noise) stays a malformed request.
+ */
+function unknownMethod(error: Error & { rawPacket?: unknown }): string | undefined {
+  const raw = error.rawPacket;
+  return Buffer.isBuffer(raw) ? REQUEST_LINE.exec(raw.subarray(0, 2048).toString('latin1'))?.[1] : undefined;
 }
 
 /**
