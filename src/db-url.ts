@@ -39,13 +39,17 @@ export function postgresTarget(url: string): PostgresTarget {
   };
 }
 
-function withoutSslFiles(url: string): string {
+/** A URL's query parameters (what follows ?, up to any #), or undefined when it has none. */
+function queryOf(url: string): URLSearchParams | undefined {
   const q = url.indexOf('?');
-  if (q < 0) return url;
-  const query = new URLSearchParams(url.slice(q + 1));
-  if (!SSL_FILES.some((name) => query.has(name))) return url;
+  return q < 0 ? undefined : new URLSearchParams(url.slice(q + 1).split('#', 1)[0]);
+}
+
+function withoutSslFiles(url: string): string {
+  const query = queryOf(url);
+  if (!query || !SSL_FILES.some((name) => query.has(name))) return url;
   for (const name of SSL_FILES) query.delete(name);
-  return `${url.slice(0, q)}?${query}`;
+  return `${url.slice(0, url.indexOf('?'))}?${query}`;
 }
 
 /** The sslmode values pg takes: libpq's, and pg's own no-verify. */
@@ -60,10 +64,7 @@ export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 
  * files they name, refuse some combinations) and warn about some modes.
  */
 export function postgresSslMode(url: string): string | undefined {
-  const q = url.indexOf('?');
-  if (q < 0) return undefined;
-  const mode = new URLSearchParams(url.slice(q + 1).split('#', 1)[0]).getAll('sslmode').at(-1);
-  return mode === '' ? undefined : mode;
+  return queryOf(url)?.getAll('sslmode').at(-1) || undefined;
 }
 
 /** "host:port", with brackets around an IPv6 address; a socket folder stays as it is. */
