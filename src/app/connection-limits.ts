@@ -67,7 +67,7 @@ export interface GuardedConnections {
 }
 
 /** What Node keeps on a server socket (fields it has had since 0.x). */
-type ServerSocket = Socket & {
+export type ServerSocket = Socket & {
   /** The response the connection is working on. */
   _httpMessage?: ServerResponse | null;
   /** The parser, whose `incoming` is the last request it read. */

@@ -1,9 +1,10 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
 import { AppError, errorResponse, errors, isServerFailure } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
+import type { ServerSocket } from './connection-limits.js';
 import { FailureLog, requestLine } from './logger.js';
 import { RequestValidationError } from './validation.js';
 
@@ -107,7 +108,7 @@ export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors'
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): number | undefined {
   const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const answering = (socket as ServerSocket)._httpMessage;
   if (answering?.headersSent) {
     if (answering.writableEnded) socket.destroySoon();
     else socket.destroy();
