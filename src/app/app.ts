@@ -104,7 +104,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     childLoggerFactory: (logger) => logger,
   });
   try {
-    await assemble(app, config, store, shutdown);
+    await assemble(app, config, store, shutdown, metrics);
   } catch (error) {
     // Each thing started is stopped by an onClose hook added with it; close()
     // runs them whether or not the app got as far as ready().
@@ -120,8 +120,8 @@ async function assemble(
   config: Readonly<Config>,
   store: Store,
   shutdown: Shutdown,
+  metrics: boolean,
 ): Promise<void> {
-  const metrics = config.adminPort !== null;
   app.addHook('onClose', async () => closeLogger(app.log));
   if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);
@@ -205,9 +205,13 @@ async function assemble(
     },
     app.log,
   );
-  // Its timers run from now on. The event routes end its streams at preClose;
-  // this also stops the timers when a step before those routes fails.
-  app.addHook('onClose', async () => feed.close());
+  // Its timers run from now on: stopped, and its streams ended, as closing
+  // begins (so that open streams do not hold the server open), also when a
+  // later step of the build fails.
+  app.addHook('preClose', (done) => {
+    feed.close();
+    done();
+  });
   await app.register(plantRoutes, {
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,

@@ -36,11 +36,6 @@ const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of th
 \`data\` is the webhook payload (PlantCreatedEvent or PlantDeletedEvent). Lines starting with \`:\` are keep-alive comments. Two other events may come: \`reset\` (the Last-Event-ID sent is no longer kept: list the plants again; its id is where the stream goes on from) and \`overflow\` (the client read too slowly and the stream ends: reconnect with Last-Event-ID).`;
 
 export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, { feed, authenticate }) => {
-  app.addHook('preClose', (done) => {
-    feed.close();
-    done();
-  });
-
   app.get<{ Headers: EventHeaders }>(
     '/plants/events',
     {
