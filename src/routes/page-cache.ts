@@ -87,9 +87,7 @@ export class ListPages {
     // Owners hold no newline and cursors are base64url, so the first three
     // fields are unambiguous, and a key with a tag (a fourth) is never one without.
     const key =
-      version === undefined
-        ? undefined
-        : `${owner}\n${limit}\n${cursor ?? ''}${tag === undefined ? '' : `\n${tag}`}`;
+      version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}${tag === undefined ? '' : `\n${tag}`}`;
     const hit = key === undefined ? undefined : this.#cache.get(key, version!);
     if (hit !== undefined) return hit;
     return this.#read(owner, limit, cursor, tag, key, version);

@@ -29,7 +29,11 @@ export interface PlantRoutesOptions {
 }
 
 const security = [{ bearerAuth: [] }];
-const authErrors = [401, 403, 500, 503];
+const NEW_PLANT_EXAMPLE_ERROR = NewPlant.properties.name['x-error-message'] as string;
+const LIMIT_EXAMPLE_ERROR = ListQuery.properties.limit['x-error-message'] as string;
+/** The errors of the token check (its 403 naming `scope`), and those of the server. */
+const authErrors = (scope: 'plants:read' | 'plants:write') =>
+  [401, [403, `this token lacks the ${scope} scope`], 500, 503] as const;
 
 const ETAG_HEADER = {
   etag: {
@@ -80,7 +84,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         body: NewPlant,
         response: {
           200: Type.Ref(Plant, { description: 'The stored plant' }),
-          ...errorResponses(400, 409, 413, 415, ...authErrors),
+          ...errorResponses([400, NEW_PLANT_EXAMPLE_ERROR], 409, 413, 415, ...authErrors('plants:write')),
         },
       },
     },
@@ -120,7 +124,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
             },
           },
           304: notModifiedResponse,
-          ...errorResponses(400, ...authErrors),
+          ...errorResponses([400, LIMIT_EXAMPLE_ERROR], ...authErrors('plants:read')),
         },
       },
     },
@@ -150,7 +154,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         response: {
           200: Type.Ref(Plant, { description: 'The plant', headers: ETAG_HEADER }),
           304: notModifiedResponse,
-          ...errorResponses(400, 404, 414, ...authErrors),
+          ...errorResponses(400, 404, 414, ...authErrors('plants:read')),
         },
       },
     },
@@ -159,7 +163,9 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
       const plant = await plants.get(request.principal.owner, id);
       if (plant === undefined) throw errors.notFound(`no plant with id ${id}`);
       // Written here as the 200 schema would (name, then tag when there is one), so the ETag is of these bytes.
-      const body = JSON.stringify(plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag });
+      const body = JSON.stringify(
+        plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag },
+      );
       return sendTagged(request, reply, body, entityTag(body));
     },
   );
@@ -179,7 +185,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         querystring: NoQuery,
         response: {
           204: Type.Null({ description: 'Deleted; no body' }),
-          ...errorResponses(400, 404, 414, ...authErrors),
+          ...errorResponses(400, 404, 414, ...authErrors('plants:write')),
         },
       },
     },

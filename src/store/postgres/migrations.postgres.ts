@@ -155,7 +155,8 @@ export const postgresMigrations: Record<string, Migration> = {
       )`.execute(db);
       await sql`INSERT INTO plant_events_pruned (up_to) SELECT coalesce(min(id) - 1, 0) FROM plant_events`.execute(db);
     },
-  },  '0007_plants_by_tag': {
+  },
+  '0007_plants_by_tag': {
     async up(db: Kysely<unknown>) {
       // GET /plants?tag=: one owner's plants with one tag, in (created_at, id)
       // order, read as a range of this index. Built inside the migration's

@@ -138,7 +138,8 @@ export const sqliteMigrations: Record<string, Migration> = {
         db,
       );
     },
-  },  '0007_plants_by_tag': {
+  },
+  '0007_plants_by_tag': {
     async up(db: Kysely<unknown>) {
       // GET /plants?tag=: one owner's plants with one tag, in seq order, read
       // as a range of this index. Without it, a filtered page would walk the
