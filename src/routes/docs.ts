@@ -65,7 +65,8 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
                 (Original: unknown) =>
                 (props: { path?: string; method?: string }): Element => {
                   if (props.path !== '/plants/events' || props.method !== 'get') return createElement(Original, props);
-                  const url = `${globalThis.location.origin}/plants/events`;
+                  const { origin } = (globalThis as unknown as { location: { origin: string } }).location;
+                  const url = `${origin}/plants/events`;
                   return createElement(
                     'div',
                     { className: 'plants-stream-note opblock-description-wrapper' },
