@@ -2,7 +2,7 @@
 // servers as real processes, plants created through one, GET /plants/events
 // held on the other, the time from the create's answer to its event.
 //
-//   node dist/bench/live-lag.js [--samples N] [--pg URL] [--poll-ms MS]
+//   npm run bench:live -- [--samples N] [--pg URL] [--poll-ms MS]
 //
 // Setups: SQLite with --workers 2, and with --pg also two instances on one
 // PostgreSQL database and one instance with --workers 2. With --workers the
