@@ -108,8 +108,8 @@ async function serve(db: string, token: string, args: string[]) {
   return { url, stop: () => stop(child) };
 }
 
-/** Creates through `writeUrl` until SAMPLES of them were answered by another process than the stream's. */
-async function measure(streamUrl: string, writeUrl: string, token: string): Promise<number[]> {
+/** Creates through `writeUrl` until SAMPLES of them were answered by another process than the stream's (or by its own, `same`). */
+async function measure(streamUrl: string, writeUrl: string, token: string, same: boolean): Promise<number[]> {
   const stream = await openStream(streamUrl, token);
   const lags: number[] = [];
   try {
@@ -118,7 +118,7 @@ async function measure(streamUrl: string, writeUrl: string, token: string): Prom
         throw new Error(`only ${lags.length} of ${id - 1} creates were answered by another process`);
       const { at, processId } = await create(writeUrl, token, id);
       const arrived = await stream.event(id);
-      if (processId !== stream.processId) lags.push(Math.max(0, arrived - at));
+      if ((processId === stream.processId) === same) lags.push(Math.max(0, arrived - at));
       // A random pause, so that creates fall anywhere in the poll's period.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
     }
@@ -128,11 +128,11 @@ async function measure(streamUrl: string, writeUrl: string, token: string): Prom
   return lags.sort((a, b) => a - b);
 }
 
-async function setup(name: string, db: string, token: string, instances: string[][]): Promise<void> {
+async function setup(name: string, db: string, token: string, instances: string[][], same = false): Promise<void> {
   const servers = [];
   try {
     for (const args of instances) servers.push(await serve(db, token, [...args, '--events-poll-ms', o['poll-ms']!]));
-    const lags = await measure(servers.at(-1)!.url, servers[0]!.url, token);
+    const lags = await measure(servers.at(-1)!.url, servers[0]!.url, token, same);
     const f = (ms: number) => ms.toFixed(1).padStart(7);
     console.log(
       `${name.padEnd(28)} ${String(lags.length).padStart(7)} ${f(percentile(lags, 0.5))} ${f(percentile(lags, 0.99))} ${f(lags.at(-1)!)}`,
@@ -154,9 +154,11 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 if (o.pg) {
-  for (const [name, instances] of [
-    ['postgres, 2 instances', [[], []]],
-    ['postgres --workers 2', [['--workers', '2']]],
+  // The first, for comparison: the stream on the process that wrote, which needs no word between processes.
+  for (const [name, instances, same] of [
+    ['postgres, same process', [[]], true],
+    ['postgres, 2 instances', [[], []], false],
+    ['postgres --workers 2', [['--workers', '2']], false],
   ] as const) {
     const db = await scratchDatabase(o.pg, 1, 0);
     try {
@@ -165,6 +167,7 @@ if (o.pg) {
         db.url,
         db.tokens[0]!,
         instances.map((a) => [...a]),
+        same,
       );
     } finally {
       await db.drop();

@@ -333,7 +333,7 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
  * Only for direct connections (or a session pooler): behind a transaction
  * pooler a session's LISTEN would be left on whichever server connection the
  * pooler chose. A heartbeat query notices a peer gone silent long before TCP
- * keep-alive does, so it is bounded by the same client-side limit as others.
+ * keep-alive does, bounded by a client-side limit like every other query.
  */
 export function createListenClient(config: PostgresConfig): pg.Client {
   return new pg.Client({
@@ -343,5 +343,8 @@ export function createListenClient(config: PostgresConfig): pg.Client {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: 'plant-store-events',
+    // A NOTIFY is a transaction of its own: no need to wait for its commit to
+    // reach the disk, since a word lost in a crash only leaves the poll to deliver.
+    options: '-c synchronous_commit=off',
   });
 }
