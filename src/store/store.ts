@@ -312,9 +312,28 @@ export interface EventLog {
   prune(before: number, keep: number): Promise<number>;
 }
 
+/**
+ * Word between the processes sharing one store that events were logged, so
+ * that their live streams look at once instead of at their next poll. Only a
+ * hint: nothing is lost when one goes missing, the poll still finds it.
+ */
+export interface EventSignal {
+  /** Tells the other processes that this one logged events; calls in one turn of the event loop send one word. */
+  announce(): void;
+  /**
+   * Calls `listener` when another process says it logged events, and after
+   * the word could not be heard for a while (events may have gone unheard).
+   * Returns what stops it.
+   */
+  listen(listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly events: EventLog;
+  /** How the processes on this store tell each other of new events; undefined where the store has no way. */
+  readonly eventSignal: EventSignal | undefined;
   readonly plants: PlantStore;
   readonly tokens: TokenStore;
   readonly transfer: StoreTransfer;

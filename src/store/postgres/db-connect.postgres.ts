@@ -326,3 +326,25 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
     client.release(broken);
   }
 }
+
+/**
+ * The connection a process holds for LISTEN (live events of other
+ * processes): its own, outside the pool, so that it stays in its session.
+ * Only for direct connections (or a session pooler): behind a transaction
+ * pooler a session's LISTEN would be left on whichever server connection the
+ * pooler chose. A heartbeat query notices a peer gone silent long before TCP
+ * keep-alive does, bounded by a client-side limit like every other query.
+ */
+export function createListenClient(config: PostgresConfig): pg.Client {
+  return new pg.Client({
+    connectionString: config.url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    application_name: 'plant-store-events',
+    // A NOTIFY is a transaction of its own: no need to wait for its commit to
+    // reach the disk, since a word lost in a crash only leaves the poll to deliver.
+    options: '-c synchronous_commit=off',
+  });
+}
