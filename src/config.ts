@@ -16,7 +16,8 @@ export const SETTING_GROUPS = ['network', 'storage', 'auth', 'webhooks', 'events
 export type SettingGroup = (typeof SETTING_GROUPS)[number];
 
 /** How a setting's text (flag, variable, file) becomes its value. */
-export type SettingKind = 'string' | 'int' | 'bool' | 'workers' | 'enum' | 'port-or-off' | 'rate' | 'redis-url';
+export type SettingKind =
+  'string' | 'int' | 'bool' | 'workers' | 'enum' | 'port-or-off' | 'int-or-off' | 'rate' | 'redis-url';
 
 export interface SettingSpec {
   group: SettingGroup;
@@ -395,6 +396,24 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
     help: 'largest page size; a larger ?limit is clamped to it',
   },
+  'max-batch': {
+    group: 'limits',
+    env: 'PLANTS_MAX_BATCH',
+    default: '1000',
+    kind: 'int',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: 100_000 }),
+    help: 'most plants in one POST /plants array, stored in one transaction',
+  },
+  'max-plants-per-owner': {
+    group: 'limits',
+    env: 'PLANTS_MAX_PLANTS_PER_OWNER',
+    default: 'off',
+    kind: 'int-or-off',
+    arg: 'N|off',
+    schema: Type.Union([Type.Integer({ minimum: 1, maximum: INT32_MAX }), Type.Null()]),
+    help: 'most plants one token owner may have; a create or batch that would pass it is refused (403); off: no cap',
+  },
   'max-connections': {
     group: 'limits',
     env: 'PLANTS_MAX_CONNECTIONS',
@@ -618,7 +637,7 @@ function readValue(name: SettingName, raw: string, label: string): string | numb
     throw new ConfigError(`${label} must be true or false, got "${raw}"`);
   }
   if (setting.kind === 'workers' && raw === 'auto') return availableParallelism();
-  if (setting.kind === 'port-or-off' && raw === 'off') return null;
+  if ((setting.kind === 'port-or-off' || setting.kind === 'int-or-off') && raw === 'off') return null;
   if (setting.kind === 'redis-url') {
     if (raw === 'off') return null;
     if (!isRedisUrl(raw)) throw new ConfigError(`${label} must be a redis:// or rediss:// URL, or off`);

@@ -219,6 +219,8 @@ async function assemble(
     listCacheBytes: config.listCacheBytes,
     authenticate,
     changed: () => feed.wake(),
+    maxBatch: config.maxBatch,
+    maxPlantsPerOwner: config.maxPlantsPerOwner,
   });
   await app.register(eventRoutes, { feed, authenticate });
   await app.register(healthRoutes, { store, jwks: jwt });
