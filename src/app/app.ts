@@ -127,7 +127,7 @@ async function assemble(
   const connections = guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
-  registerJsonBodyParser(app, config.bodyLimit);
+  registerJsonBodyParser(app, config.bodyLimit, config.maxBatch);
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
 
   app.addHook('onClose', (_instance, done) => {
