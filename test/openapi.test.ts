@@ -598,9 +598,21 @@ describeHttpLayer('OpenAPI document', (fx) => {
   // digits outside it (and integers outside it) are left out here.
   describe('the document and the server agree on request bodies', () => {
     const bodies: Array<[string, Record<string, unknown> | unknown[]]> = [
-      ['a batch of two plants', [{ id: 120, name: 'Fern' }, { id: '121', name: 'Moss', tag: '' }]],
+      [
+        'a batch of two plants',
+        [
+          { id: 120, name: 'Fern' },
+          { id: '121', name: 'Moss', tag: '' },
+        ],
+      ],
       ['an empty batch', []],
-      ['a batch with an invalid plant', [{ id: 122, name: 'Fern' }, { id: 123, name: '' }]],
+      [
+        'a batch with an invalid plant',
+        [
+          { id: 122, name: 'Fern' },
+          { id: 123, name: '' },
+        ],
+      ],
       ['a batch with an unknown property', [{ id: 124, name: 'Fern', color: 'red' }]],
       ['a batch inside a batch', [[{ id: 125, name: 'Fern' }]]],
       ['a plant with a tag', { id: 100, name: 'Fern', tag: 'green' }],
