@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { after, before, it } from './helpers/requirements.js';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
-import { PlantStoreClient, PlantStoreError, type Plant } from '../src/client/index.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PlantStoreClient, PlantStoreError, type Plant, type PlantChange } from '../src/client/index.js';
 import type { Store } from '../src/store/store.js';
 import { newOwner } from './helpers/plants-http.js';
 import { describeHttpLayer } from './helpers/stores.js';
@@ -69,6 +70,29 @@ describeHttpLayer('plant-store/client createPlants', (fx) => {
     assert.equal(invalid.status, 400);
     assert.match(invalid.body.message, /^\/0\/name: /);
     assert.deepEqual(await client.listPlants(), [{ name: 'one' }]);
+  });
+
+  it('a stream sees one event per stored plant of a batch, in order, and none for replays', async () => {
+    const { client } = await newClient();
+    await client.createPlant({ id: 2n, name: 'p2' });
+    const controller = new AbortController();
+    const got: PlantChange[] = [];
+    const reading = (async () => {
+      for await (const change of client.watchPlants({ signal: controller.signal })) {
+        got.push(change);
+        if (got.length === 5) controller.abort();
+      }
+    })().catch(() => undefined);
+    await delay(200);
+    await client.createPlants([1n, 2n, 3n].map((id) => ({ id, name: `p${id}` })));
+    await client.createPlants([4n, 5n, 6n].map((id) => ({ id, name: `p${id}` })));
+    await Promise.race([reading, delay(10_000)]);
+    controller.abort();
+    assert.deepEqual(
+      got.map((c) => (c.type === 'reset' ? c.type : [c.type, c.data.id])),
+      // p2 was created before the stream opened, and is a replay in the first batch.
+      [1n, 3n, 4n, 5n, 6n].map((id) => ['plant.created', id]),
+    );
   });
 
   it('refuses an id that is not exact before anything is sent', async () => {
