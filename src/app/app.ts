@@ -136,7 +136,7 @@ async function assemble(
   const connections = guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
-  registerJsonBodyParser(app, config.bodyLimit);
+  registerJsonBodyParser(app, config.bodyLimit, config.maxBatch);
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
 
   app.addHook('onClose', (_instance, done) => {
@@ -234,6 +234,8 @@ async function assemble(
       feed.wake();
       eventSignal?.announce();
     },
+    maxBatch: config.maxBatch,
+    maxPlantsPerOwner: config.maxPlantsPerOwner,
   });
   await app.register(eventRoutes, { feed, authenticate });
   await app.register(healthRoutes, { store, jwks: jwt });

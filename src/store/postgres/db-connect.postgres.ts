@@ -263,6 +263,28 @@ function connectionSurvives(error: unknown): boolean {
   return error instanceof pg.DatabaseError && unavailableReason(error) === undefined;
 }
 
+/**
+ * Runs `work` between BEGIN and COMMIT on `client`, and ROLLBACK when it
+ * throws. Should the rollback fail too, the session's state is unknown: the
+ * error then thrown is not a database error, so that the connection is
+ * discarded instead of pooled.
+ */
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      throw new Error('a transaction failed and could not be rolled back', { cause: error });
+    }
+    throw error;
+  }
+}
+
 const queryTime = dbQueryDuration.series('postgres');
 const commitTime = dbCommitDuration.series('postgres');
 
