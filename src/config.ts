@@ -10,6 +10,7 @@ export { ALL_SETTINGS, SETTINGS, isSwitch, settingSpec, withValueFiles, type Set
 export { ConfigError, type Config, type Durability, type PgPooler } from './config/schema.js';
 export { parseConfigFile, type ConfigFile } from './config/config-file.js';
 export { loadConfig } from './config/engine.js';
+export { OPERATOR_FILE_MAX_BYTES, readOperatorFile } from './config/operator-file.js';
 export { editDistance, nearest } from './config/nearest.js';
 export { checkCorsOrigin } from './config/rules/cors.js';
 export { checkDb, isPostgresUrl } from './config/rules/db-url.js';

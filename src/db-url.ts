@@ -45,6 +45,18 @@ function queryOf(url: string): URLSearchParams | undefined {
   return q < 0 ? undefined : new URLSearchParams(url.slice(q + 1).split('#', 1)[0]);
 }
 
+/** The files a PostgreSQL URL's query names for TLS (sslcert, sslkey, sslrootcert), which pg reads when it connects. */
+export function sslFiles(url: string): { name: string; path: string }[] {
+  const query = queryOf(url);
+  return SSL_FILES.flatMap(
+    (name) =>
+      query
+        ?.getAll(name)
+        .filter(Boolean)
+        .map((path) => ({ name, path })) ?? [],
+  );
+}
+
 function withoutSslFiles(url: string): string {
   const query = queryOf(url);
   if (!query || !SSL_FILES.some((name) => query.has(name))) return url;

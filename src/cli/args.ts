@@ -1,17 +1,15 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
-import { readFileSync } from 'node:fs';
 import {
-  ConfigError,
   SETTINGS,
   SETTING_GROUPS,
   isSwitch,
   loadConfig,
   nearest,
   parseConfigFile,
+  readOperatorFile,
   settingSpec,
   type Config,
-  type ConfigFile,
   type SettingName,
   withValueFiles,
 } from '../config.js';
@@ -235,20 +233,12 @@ export function commandConfig(
   ctx: Pick<CliIo, 'env'>,
   extra: Parameters<typeof loadConfig>[2] = {},
 ): Readonly<Config> {
-  const path = typeof values.config === 'string' ? values.config : ctx.env.PLANTS_CONFIG || undefined;
-  let file: ConfigFile | undefined;
-  if (path !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new ConfigError(
-        `cannot read the configuration file ${path}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-      );
-    }
-    file = parseConfigFile(path, text);
-  }
+  const fromFlag = typeof values.config === 'string';
+  const path = fromFlag ? (values.config as string) : ctx.env.PLANTS_CONFIG || undefined;
+  const file =
+    path === undefined
+      ? undefined
+      : parseConfigFile(path, readOperatorFile(path, fromFlag ? '--config' : 'PLANTS_CONFIG'));
   return loadConfig(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
 }
 

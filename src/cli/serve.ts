@@ -7,6 +7,7 @@ import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
 import { DeliveryLoop } from '../outbox/delivery-loop.js';
+import { readKeyFile } from '../outbox/secret-box.js';
 import { commandConfig, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
@@ -28,6 +29,8 @@ export const serve: Command = {
   settings: [...ALL_SETTINGS],
   async run(ctx, values) {
     const config = commandConfig(this, values, ctx, { logPretty: ctx.isTTY });
+    // A webhook key file that is there is read now: a bad one is refused at start, not at the first delivery.
+    if (cluster.isPrimary) readKeyFile(webhookKeyPath(config));
     // Once, before any worker starts: workers × pool size must fit the database.
     if (cluster.isPrimary) await checkCommandConnections(config, config.workers);
     if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);
