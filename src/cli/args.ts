@@ -4,12 +4,14 @@ import {
   SETTINGS,
   SETTING_GROUPS,
   isSwitch,
-  loadConfig,
+  type loadConfig,
   nearest,
   parseConfigFile,
   readOperatorFile,
+  readSettings,
   settingSpec,
   type Config,
+  type SettingsRead,
   type SettingName,
   withValueFiles,
 } from '../config.js';
@@ -233,13 +235,21 @@ export function commandConfig(
   ctx: Pick<CliIo, 'env'>,
   extra: Parameters<typeof loadConfig>[2] = {},
 ): Readonly<Config> {
+  return commandSettingsRead(cmd, values, ctx, extra).config;
+}
+
+/** commandConfig, with where each setting came from. */
+export function commandSettingsRead(
+  cmd: Command,
+  values: ArgValues,
+  ctx: Pick<CliIo, 'env'>,
+  extra: Parameters<typeof loadConfig>[2] = {},
+): SettingsRead {
   const fromFlag = typeof values.config === 'string';
   const path = fromFlag ? (values.config as string) : ctx.env.PLANTS_CONFIG || undefined;
-  const file =
-    path === undefined
-      ? undefined
-      : parseConfigFile(path, readOperatorFile(path, fromFlag ? '--config' : 'PLANTS_CONFIG'));
-  return loadConfig(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
+  const setting = fromFlag ? '--config' : 'PLANTS_CONFIG';
+  const file = path === undefined ? undefined : parseConfigFile(path, readOperatorFile(path, setting));
+  return readSettings(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
 }
 
 /** A list-valued flag (--scope a,b or --scope a --scope b): its items. */
