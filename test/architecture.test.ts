@@ -91,6 +91,16 @@ describe('architecture', () => {
     assert.deepEqual(upward, []);
   });
 
+  // One thread serves every request of a process: a wait on purpose (for
+  // another thread's answer) stalls all of them, so answers are awaited.
+  it('never blocks the serving thread on purpose: no Atomics.wait', () => {
+    const blocking = files.filter((file) => /\bAtomics\s*\.\s*wait\s*\(/.test(readFileSync(file, 'utf8')));
+    assert.deepEqual(
+      blocking.map((file) => relative(ROOT, file)),
+      [],
+    );
+  });
+
   it('has no import cycles, type-only imports included', () => {
     const edges = new Map<string, string[]>();
     for (const file of files) {

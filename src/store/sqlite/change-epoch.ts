@@ -8,9 +8,9 @@ export interface WriterProbe {
   /** A checkForeign() question has not been answered yet. */
   readonly awaitingForeign: boolean;
   /**
-   * Asks the writer thread whether another connection committed; the answer
-   * comes through ChangeEpoch.probed, before this returns when the thread
-   * answers within a short wait. False when no answer can come.
+   * Asks the writer thread whether another connection committed, without
+   * waiting: the answer comes later, through ChangeEpoch.probed. False when
+   * no answer can come.
    */
   checkForeign(): boolean;
 }
@@ -49,9 +49,9 @@ export interface WrittenOwner {
  * thread has a connection of its own, so its commits change the main
  * connection's data_version too. When that may be why it changed, the
  * writer thread, whose own data_version changes only for the others, is
- * asked; until it answers, no version is given and nothing is reused. An
- * idle writer thread is waited for (WriterThread.checkForeign), so after a
- * commit of its own the answer is usually there at once.
+ * asked; until it answers, no version is given and nothing is reused (the
+ * pages are read from SQLite, which is always right). The serving thread
+ * never waits for the answer: it takes it from the next store call on.
  */
 export class ChangeEpoch {
   // Every version comes from this counter, so a change always gives a version

@@ -52,12 +52,6 @@ const RESTART_AFTER_MS = 1000;
 // come.
 const MIN_BATCH = 32;
 const MAX_WAIT_MS = 2;
-// Until the thread says whether another connection committed, no list page
-// is reused. An idle thread answers within tens of microseconds, but on a
-// core this thread keeps busy it gets its turn late (over 1.5 ms for a tenth
-// of the answers, 26 ms at worst, in the bench's 300-owner mix), so this
-// thread waits for it, at most this long, giving it the core.
-const FOREIGN_WAIT_MS = 1;
 
 /**
  * The main thread's side of the writer thread: writes queue up while one
@@ -75,8 +69,6 @@ export class WriterThread implements WriterProbe {
   #lastBatch = MIN_BATCH;
   /** The thread's replies, read by the 'message' event or, sooner, by poll(). */
   #replies: MessagePort | undefined;
-  /** How many questions about other connections' commits the thread has answered (it counts, this thread waits). */
-  readonly #answered = new Int32Array(new SharedArrayBuffer(4));
   /** Questions about other connections' commits (checkForeign) not answered yet. */
   #foreignAsked = 0;
   /** Why the last write failed for a reason that was not its own; cleared by the next success. */
@@ -108,16 +100,13 @@ export class WriterThread implements WriterProbe {
     return this.#foreignAsked > 0;
   }
 
+  // Never waits for the answer: this thread serves requests meanwhile, and
+  // every store call polls for it (poll()), so it is taken within one
+  // request's time of its arrival.
   checkForeign(): boolean {
     if (!this.#worker || this.#closed) return false;
     this.#foreignAsked++;
-    const answered = Atomics.load(this.#answered, 0);
     this.#worker.postMessage('foreign' satisfies WriterRequest);
-    // A thread committing a batch answers only after it: not worth blocking for.
-    if (!this.busy) {
-      Atomics.wait(this.#answered, 0, answered, FOREIGN_WAIT_MS);
-      this.poll();
-    }
     return true;
   }
 
@@ -151,7 +140,7 @@ export class WriterThread implements WriterProbe {
 
   #start(): Worker {
     const { port1, port2 } = new MessageChannel();
-    const workerData: WriterData = { ...this.options, replies: port2, answered: this.#answered };
+    const workerData: WriterData = { ...this.options, replies: port2 };
     const worker = new Worker(new URL('./writer.worker.js', import.meta.url), { workerData, transferList: [port2] });
     this.#replies?.close();
     this.#replies = port1;

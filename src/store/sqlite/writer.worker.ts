@@ -31,8 +31,6 @@ export interface WriterOptions extends SqliteOptions {
 /** What the thread is started with: its options, and the port its replies go to (WriterThread.poll reads it). */
 export interface WriterData extends WriterOptions {
   replies: MessagePort;
-  /** Counts the thread's answers to 'foreign', so that the main thread can wait for one (WriterThread.checkForeign). */
-  answered: Int32Array;
 }
 
 /**
@@ -184,8 +182,4 @@ parentPort!.on('message', (request: WriterRequest) => {
         ? { foreign: foreign() }
         : { outcomes: commit(request), foreign: foreign() };
   options.replies.postMessage(reply);
-  if (request === 'foreign') {
-    Atomics.add(options.answered, 0, 1);
-    Atomics.notify(options.answered, 0);
-  }
 });
