@@ -23,7 +23,7 @@ import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { checkRequestFraming, refuseConnect } from './request-framing.js';
+import { checkRequestFraming, refuseConnect, requestLineProblem } from './request-framing.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -160,6 +160,11 @@ async function assemble(
   const unknownPath = tokenFirst(authenticate(null));
   app.addHook('onRequest', function everyRequest(request, reply, done) {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    const refused = requestLineProblem(request.raw);
+    if (refused !== undefined) {
+      reply.header('connection', 'close');
+      return done(refused);
+    }
     // Node would refuse this itself, before any hook, with a bare 400 (see serverTimeouts).
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close');
