@@ -125,6 +125,19 @@ export const SETTINGS = {
     schema: Type.String({ minLength: 1 }),
     help: 'origins whose browser pages may call the API, such as https://app.example.com; *: any; off: none',
   },
+  'trust-proxy': {
+    group: 'network',
+    env: 'PLANTS_TRUST_PROXY',
+    default: 'off',
+    kind: 'string',
+    list: true,
+    arg: 'ADDRESS|CIDR[,...]',
+    /** "off", or addresses and CIDR ranges separated by commas (checked by loadConfig). */
+    schema: Type.String({ minLength: 1 }),
+    help:
+      'proxies (IPv4 or IPv6 addresses and CIDR ranges, such as 10.0.0.0/8) whose Forwarded and X-Forwarded-For ' +
+      'headers are believed: the client is the nearest hop not in the list; off: none, the headers are ignored',
+  },
   db: {
     group: 'storage',
     env: 'PLANTS_DB',
@@ -769,6 +782,8 @@ export function loadConfig(
   }
   const corsProblem = checkCorsOrigin(config.corsOrigin);
   if (corsProblem) throw new ConfigError(`${label('corsOrigin')} ${corsProblem}`);
+  const proxyProblem = checkTrustProxy(config.trustProxy);
+  if (proxyProblem) throw new ConfigError(`${label('trustProxy')} ${proxyProblem}`);
   // Failed authentications are limited along with --rate-limit, or on their own when asked for.
   if (config.rateLimit === null && sources.get('auth-fail-limit') === 'default') config.authFailLimit = null;
   if (config.redis !== null && config.rateLimit === null && config.authFailLimit === null) {
@@ -1006,6 +1021,27 @@ export function checkCorsOrigin(value: string): string | undefined {
     if (url.username || url.password) return `${expected}, got one with a user or password (${url.origin})`;
     if (url.origin !== origin)
       return `${expected}, got ${shown}: an origin is scheme, host and port as browsers send it, no path, no trailing slash (write it as ${url.origin})`;
+  }
+  return undefined;
+}
+
+/** The proxies --trust-proxy names: none for "off". */
+export function trustedProxies(value: string): string[] {
+  return value === 'off' ? [] : value.split(',').map((entry) => entry.trim());
+}
+
+/** Why --trust-proxy cannot be used, or undefined: each entry must be an IP address or a CIDR range. */
+export function checkTrustProxy(value: string): string | undefined {
+  for (const entry of trustedProxies(value)) {
+    // Written out in full: ipaddr.js would also take 10.1 for 10.0.0.1.
+    const [address = '', prefix] = entry.split('/');
+    const full = ipaddr.IPv4.isValidFourPartDecimal(address) || ipaddr.IPv6.isValid(address);
+    if (!full || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && ipaddr.isValidCIDR(entry)))) {
+      return (
+        `has ${JSON.stringify(entry.slice(0, 100))}, which is not an IP address or a CIDR range: give off, or ` +
+        'addresses and ranges separated by commas, such as 10.0.0.5,192.168.0.0/16,2001:db8::/32'
+      );
+    }
   }
   return undefined;
 }

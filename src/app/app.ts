@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance, type onRequestHookHandler } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type onRequestHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
-import { argvPasswordWarning, jwtEnabled, type Config } from '../config.js';
+import { argvPasswordWarning, jwtEnabled, trustedProxies, type Config } from '../config.js';
+import { clientAddress, trustProxy } from '../http/client-address.js';
 import { docsRoutes } from '../routes/docs.js';
 import { enableMetrics } from '../metrics/metrics.js';
 import { countingClientErrors, recordHttpMetrics, recordingFrameworkErrors } from '../plugins/metrics.js';
@@ -126,6 +127,12 @@ async function assemble(
   if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);
 
+  const trust = trustProxy(trustedProxies(config.trustProxy));
+  app.decorateRequest('client', {
+    getter(this: FastifyRequest) {
+      return clientAddress(this.raw, trust);
+    },
+  });
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit);
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));

@@ -49,6 +49,7 @@ export function closeLogger(logger: FastifyBaseLogger): void {
 export function requestLine(request: FastifyRequest, statusCode: number) {
   return {
     reqId: request.id,
+    client: request.client,
     method: request.method,
     url: loggableUrl(request.url),
     statusCode,
