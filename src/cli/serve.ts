@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
-import { flushLogger } from '../app/logger.js';
+import { closeLogger, flushLogger } from '../app/logger.js';
 import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
@@ -143,7 +143,7 @@ function shutdownOnSignals(
     const done = (code: number) => {
       clearTimeout(timer);
       stopListening();
-      flushLogger(app.log);
+      closeLogger(app.log);
       resolve(code);
     };
     stopListening = onShutdownSignals(ctx.signals, {

@@ -141,6 +141,12 @@ export const eventStreamsClosedSlow = new Counter({
   registers: [registry],
 });
 
+export const logLinesDropped = new Counter({
+  name: 'plant_store_log_lines_dropped_total',
+  help: 'Log lines dropped because stdout refused them (disk full, a closed pipe, an I/O error) or fell too far behind.',
+  registers: [registry],
+});
+
 /** Reports a pool in the pool gauges until it has ended. */
 export function trackPool(pool: PoolCounts): void {
   pools.add(pool);
