@@ -53,7 +53,7 @@ export class LogSink {
     this.#fd = options.fd;
     this.#minLength = options.minLength;
     this.#sync = options.sync ?? false;
-    this.#maxPending = options.maxPending ?? 4 * 1024 * 1024;
+    this.#maxPending = options.maxPending ?? 16 * 1024 * 1024;
     this.#notice = options.notice ?? toStderr;
   }
 
@@ -79,13 +79,28 @@ export class LogSink {
   }
 
   /**
-   * What is buffered, written before returning (at exit), when no write is on
-   * its way; a destination that refuses it loses it, counted.
+   * Resolves once every line so far has been written (or dropped), or after
+   * `timeoutMs`: a reader that takes nothing cannot hold the exit.
    */
-  flushSync(): void {
-    if (this.#writing || (this.#buffer === '' && this.#rest === undefined)) return;
-    const pending = this.#take();
-    this.#writeNow(pending);
+  drain(timeoutMs: number): Promise<void> {
+    if (this.#idle()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const waiting = this.#drained;
+      function done() {
+        clearTimeout(timer);
+        waiting.delete(done);
+        resolve();
+      }
+      waiting.add(done);
+      this.#writeOut();
+    });
+  }
+
+  readonly #drained = new Set<() => void>();
+
+  #idle(): boolean {
+    return !this.#writing && this.#buffer === '' && this.#rest === undefined;
   }
 
   #take(): Buffer {
@@ -119,7 +134,10 @@ export class LogSink {
       }
       if (error) this.#dropped(newlines(chunk), error.code ?? error.message);
       else if (written < chunk.length) this.#rest = chunk.subarray(written);
-      if (this.#rest !== undefined || this.#buffer.length >= this.#minLength) this.#writeOut();
+      const draining = this.#drained.size > 0;
+      if (this.#rest !== undefined || this.#buffer.length >= this.#minLength || (draining && this.#buffer !== ''))
+        this.#writeOut();
+      else if (draining) for (const done of [...this.#drained]) done();
     });
   }
 

@@ -39,11 +39,14 @@ export function flushLogger(logger: FastifyBaseLogger): void {
   (logger as { flush?: () => void }).flush?.();
 }
 
-/** Stops the periodic flush and writes out what is buffered before returning (the process is about to exit). */
-export function closeLogger(logger: FastifyBaseLogger): void {
+// At exit, how long the last lines may take to be written before they are given up.
+const DRAIN_MS = 5000;
+
+/** Stops the periodic flush and resolves once what is buffered has been written (the process is about to exit). */
+export async function closeLogger(logger: FastifyBaseLogger): Promise<void> {
   clearInterval(timers.get(logger));
   const sink = sinks.get(logger);
-  if (sink) sink.flushSync();
+  if (sink) await sink.drain(DRAIN_MS);
   else flushLogger(logger);
 }
 

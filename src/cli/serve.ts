@@ -143,8 +143,7 @@ function shutdownOnSignals(
     const done = (code: number) => {
       clearTimeout(timer);
       stopListening();
-      closeLogger(app.log);
-      resolve(code);
+      void closeLogger(app.log).then(() => resolve(code));
     };
     stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {
