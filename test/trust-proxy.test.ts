@@ -98,7 +98,12 @@ describeHttpLayer('--trust-proxy and the failed-authentication limit', (fx: Stor
   }
 
   const list = (app: FastifyInstance, from: string, headers: Record<string, string>) =>
-    app.inject({ method: 'GET', url: '/plants', remoteAddress: from, headers: { authorization: `Bearer ${token}`, ...headers } });
+    app.inject({
+      method: 'GET',
+      url: '/plants',
+      remoteAddress: from,
+      headers: { authorization: `Bearer ${token}`, ...headers },
+    });
 
   it('without the setting, every client behind a proxy is one address: one locks out all', async () => {
     const app = await appWith('off');

@@ -94,7 +94,10 @@ export function requestLineProblem(req: IncomingMessage): AppError | undefined {
     return errors.badRequest('the request target must be a path such as /plants (or an absolute http:// URL)');
   const authority = new URL(target).host;
   const host = req.headers.host;
-  const named = host !== undefined && URL.canParse(`${absolute[1]}://${host}`) ? new URL(`${absolute[1]}://${host}`).host : undefined;
+  const named =
+    host !== undefined && URL.canParse(`${absolute[1]}://${host}`)
+      ? new URL(`${absolute[1]}://${host}`).host
+      : undefined;
   if (named === authority) return undefined;
   return errors.badRequest(
     `the request target names the host ${JSON.stringify(authority.slice(0, 100))} but ` +

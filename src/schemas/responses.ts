@@ -47,7 +47,7 @@ const OTHER_ERRORS =
   'Another error, with the same Error body. Besides the statuses listed, any operation may answer: ' +
   '400 when the request cannot be parsed (malformed HTTP, no Host header or more than one, more than one ' +
   'Content-Type, a Transfer-Encoding that does not end in chunked, a URL that is not valid, the target * with a ' +
-  'method other than OPTIONS, an absolute-form target whose host is not the Host header\'s); ' +
+  "method other than OPTIONS, an absolute-form target whose host is not the Host header's); " +
   '408 when the request head or body does not arrive in time; ' +
   '417 for an Expect other than 100-continue; ' +
   '431 when the request line and headers are too large; ' +

@@ -396,7 +396,12 @@ export function httpRequest(url: string, opts: HttpOptions = {}): Promise<HttpRe
       headers['content-type'] ??= 'application/json';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const options = { method: opts.method ?? 'GET', headers, agent: opts.agent ?? false, localAddress: opts.localAddress };
+    const options = {
+      method: opts.method ?? 'GET',
+      headers,
+      agent: opts.agent ?? false,
+      localAddress: opts.localAddress,
+    };
     const req = http.request(url, options, (res) => {
       let data = '';
       res.setEncoding('utf8');

@@ -97,16 +97,12 @@ needs(haproxy, () => {
       let server: ServerProcess | undefined;
       let proxy: ChildProcess | undefined;
       try {
-        server = await startServer(
-          serveArgs(db, '--auth-fail-limit', '20/1m', '--access-log', ...trust),
-        );
+        server = await startServer(serveArgs(db, '--auth-fail-limit', '20/1m', '--access-log', ...trust));
         const started = await startHaproxy(dir, Number(new URL(server.url).port));
         proxy = started.proc;
         const statuses: number[] = [];
         for (let i = 0; i < 25; i++) {
-          statuses.push(
-            (await httpRequest(`${started.url}/plants`, { token: BAD, localAddress: ATTACKER })).status,
-          );
+          statuses.push((await httpRequest(`${started.url}/plants`, { token: BAD, localAddress: ATTACKER })).status);
         }
         const neighbour = await httpRequest(`${started.url}/plants`, { token, localAddress: NEIGHBOUR });
         const attacker = await httpRequest(`${started.url}/plants`, { token, localAddress: ATTACKER });
@@ -124,7 +120,7 @@ needs(haproxy, () => {
       }
     }
 
-    it('without --trust-proxy: one client\'s 20 bad tokens make every client 429', async () => {
+    it("without --trust-proxy: one client's 20 bad tokens make every client 429", async () => {
       const run = await scenario([]);
       assert.deepEqual(run.statuses.slice(0, 20), Array(20).fill(401));
       assert.deepEqual(run.statuses.slice(20), Array(5).fill(429));
