@@ -157,6 +157,20 @@ describeContract('store contract', (fx) => {
     },
   );
 
+  it('finds many tokens by id in one call, leaving out ids it does not hold', { timeout: TIMEOUT }, async () => {
+    const issued = [];
+    for (let i = 0; i < 300; i++) issued.push(await issueToken(store.tokens, { owner: `by-id-${i % 7}` }));
+    await store.tokens.revoke(issued[3]!.record.id, new Date());
+    const ids = [...issued.map((t) => t.record.id), 'tok_nope', "tok_' OR 1=1 --"];
+    const found = await store.tokens.findByIds(ids);
+    assert.equal(found.length, issued.length);
+    const byId = new Map(found.map((r) => [r.id, r]));
+    for (const { record } of issued) assert.equal(byId.get(record.id)?.owner, record.owner);
+    assert.ok(byId.get(issued[3]!.record.id)?.revokedAt);
+    assert.equal(byId.get(issued[4]!.record.id)?.revokedAt, undefined);
+    assert.deepEqual(await store.tokens.findByIds([]), []);
+  });
+
   it('bulk-inserts plants of one owner in order, skipping ids the owner has', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     await p.create('bulk', { id: 2n, name: 'kept' });

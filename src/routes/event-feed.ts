@@ -1,9 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Principal } from '../auth/principal.js';
 import { errors } from '../http/errors.js';
 import { eventStreamsClosedSlow, eventStreamsOpen, eventsSent } from '../metrics/metrics.js';
 import { eventBody } from '../outbox/event-body.js';
 import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store/store.js';
+import type { CredentialsEnd, StreamCredentials } from './stream-credentials.js';
 
 export interface FeedOptions {
   pollMs: number;
@@ -24,14 +26,16 @@ interface Stream {
   /** Reading its backlog: live events are left to that reading. */
   catchingUp: boolean;
   lastWriteAt: number;
+  /** Stops the check of the credentials it was opened with. */
+  unwatch?: () => void;
 }
 
 /** Events read from the log in one query. */
 const PAGE = 500;
 /** How often old events are pruned, at most. */
 const PRUNE_EVERY_MS = 60_000;
-/** A stream closed for being slow gets this long to take its last event before its connection is cut. */
-const SLOW_GRACE_MS = 5_000;
+/** A stream the server ends (slow, credentials ended) gets this long to take its last event before its connection is cut. */
+const END_GRACE_MS = 5_000;
 
 /** Resolves when a response can take more, or is gone. */
 const drained = (res: ServerResponse) =>
@@ -46,6 +50,15 @@ const drained = (res: ServerResponse) =>
 const frame = (e: PlantEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${eventBody(e)}\n\n`;
 const notice = (type: string, message: string, id?: bigint) =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify({ type, message })}\n\n`;
+
+const CREDENTIALS_ENDED: Record<CredentialsEnd, string> = {
+  revoked: 'the token this stream was opened with has been revoked; the stream has ended',
+  expired: 'the credentials this stream was opened with have expired; reconnect with new ones',
+  scope: 'the token this stream was opened with no longer has the plants:read scope; the stream has ended',
+};
+/** The last event of a stream whose credentials ended; `reason` lets a client tell why without reading the message. */
+const unauthorized = (reason: CredentialsEnd) =>
+  `event: unauthorized\ndata: ${JSON.stringify({ type: 'unauthorized', reason, message: CREDENTIALS_ENDED[reason] })}\n\n`;
 
 /**
  * The live streams of one process, fed from the store's event log. One query
@@ -74,6 +87,7 @@ export class EventFeed {
     private readonly log: EventLog,
     private readonly options: FeedOptions,
     private readonly logger: FastifyBaseLogger,
+    private readonly credentials: StreamCredentials,
   ) {
     const beat = Math.max(5, Math.floor(options.keepaliveMs / 2));
     this.#keepalive = setInterval(() => this.#keepAlive(beat), beat).unref();
@@ -109,11 +123,12 @@ export class EventFeed {
    * there. Fails, with no head written, when the log cannot be read.
    */
   async start(
-    owner: string,
+    principal: Principal,
     res: ServerResponse,
     lastEventId: bigint | undefined,
     writeHead: () => void,
   ): Promise<void> {
+    const { owner } = principal;
     this.admit(owner);
     const stream: Stream = { owner, res, through: 0n, catchingUp: true, lastWriteAt: performance.now() };
     let owned = this.#streams.get(owner);
@@ -134,6 +149,8 @@ export class EventFeed {
       throw error;
     }
     writeHead();
+    // From the first byte on: a stream whose credentials end gets its last event and is closed.
+    stream.unwatch = this.credentials.watch(principal, (reason) => this.#end(stream, unauthorized(reason)));
     if (reset)
       this.#write(
         stream,
@@ -162,6 +179,7 @@ export class EventFeed {
     clearInterval(this.#keepalive);
     clearInterval(this.#prune);
     clearTimeout(this.#pollTimer);
+    this.credentials.close();
     for (const owned of this.#streams.values()) for (const s of owned) s.res.end();
   }
 
@@ -270,17 +288,23 @@ export class EventFeed {
 
   #closeSlow(stream: Stream): void {
     eventStreamsClosedSlow.inc();
-    const { res } = stream;
-    // Once all is handed to the kernel the connection closes, so the client
-    // sees the end; one that does not read at all is cut after the grace time.
-    res.end(
+    this.#end(
+      stream,
       notice(
         'overflow',
         'this client read events too slowly to keep up; reconnect with Last-Event-ID to resume where it left off',
       ),
-      () => res.socket?.end(),
     );
-    setTimeout(() => res.destroy(), SLOW_GRACE_MS).unref();
+  }
+
+  /** Ends a stream with a last event. */
+  #end(stream: Stream, last: string): void {
+    const { res } = stream;
+    if (res.writableEnded) return;
+    // Once all is handed to the kernel the connection closes, so the client
+    // sees the end; one that does not read at all is cut after the grace time.
+    res.end(last, () => res.socket?.end());
+    setTimeout(() => res.destroy(), END_GRACE_MS).unref();
     this.#remove(stream);
   }
 
@@ -294,6 +318,7 @@ export class EventFeed {
   #remove(stream: Stream): void {
     const owned = this.#streams.get(stream.owner);
     if (!owned?.delete(stream)) return;
+    stream.unwatch?.();
     if (owned.size === 0) this.#streams.delete(stream.owner);
     this.#count--;
     eventStreamsOpen.dec();

@@ -97,6 +97,8 @@ export interface TokenStore {
    */
   insertFirst(token: TokenRecord, hash: Buffer): Promise<boolean>;
   findByHash(hash: Buffer): Promise<TokenRecord | undefined>;
+  /** The tokens with these ids, in one query whatever their number; ids not found are left out. */
+  findByIds(ids: readonly string[]): Promise<TokenRecord[]>;
   list(): Promise<TokenRecord[]>;
   /** Revokes by token id or by secret hash; false when neither matches. */
   revoke(idOrHash: string | Buffer, at: Date): Promise<boolean>;
