@@ -368,6 +368,17 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 1024, maximum: 1024 ** 3 }),
     help: 'unsent bytes a live stream may hold for a slow client before it is closed',
   },
+  'events-slow-ms': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_SLOW_MS',
+    default: '10000',
+    kind: 'int',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 100, maximum: 600_000 }),
+    help:
+      'a live stream whose client takes none of what waits for it for this long is closed as slow, ' +
+      'whether it is catching up on a backlog or following live events',
+  },
   'body-limit': {
     group: 'limits',
     env: 'PLANTS_BODY_LIMIT',

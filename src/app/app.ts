@@ -199,6 +199,7 @@ async function assemble(
       pollMs: config.eventsPollMs,
       keepaliveMs: config.eventsKeepaliveMs,
       bufferBytes: config.eventsBufferBytes,
+      slowMs: config.eventsSlowMs,
       maxStreams: config.eventsMaxStreams,
       maxStreamsPerOwner: config.eventsMaxStreamsPerOwner,
       retentionMs: config.eventsRetentionMs,

@@ -11,6 +11,7 @@ export interface FeedOptions {
   pollMs: number;
   keepaliveMs: number;
   bufferBytes: number;
+  slowMs: number;
   maxStreams: number;
   maxStreamsPerOwner: number;
   retentionMs: number;
@@ -26,6 +27,8 @@ interface Stream {
   /** Reading its backlog: live events are left to that reading. */
   catchingUp: boolean;
   lastWriteAt: number;
+  /** Since when output has waited for the client with none taken, and how much had been handed to the kernel then. */
+  stalled?: { since: number; flushed: number } | undefined;
   /** Stops the check of the credentials it was opened with. */
   unwatch?: () => void;
 }
@@ -81,6 +84,7 @@ export class EventFeed {
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #keepalive: NodeJS.Timeout;
   readonly #prune: NodeJS.Timeout;
+  readonly #slowCheck: NodeJS.Timeout;
   #closed = false;
 
   constructor(
@@ -92,6 +96,8 @@ export class EventFeed {
     const beat = Math.max(5, Math.floor(options.keepaliveMs / 2));
     this.#keepalive = setInterval(() => this.#keepAlive(beat), beat).unref();
     this.#prune = setInterval(() => void this.prune(), Math.min(PRUNE_EVERY_MS, options.retentionMs)).unref();
+    const slowEvery = Math.max(25, Math.min(1000, Math.floor(options.slowMs / 4)));
+    this.#slowCheck = setInterval(() => this.#closeStalled(), slowEvery).unref();
   }
 
   get open(): number {
@@ -178,6 +184,7 @@ export class EventFeed {
     this.#closed = true;
     clearInterval(this.#keepalive);
     clearInterval(this.#prune);
+    clearInterval(this.#slowCheck);
     clearTimeout(this.#pollTimer);
     this.credentials.close();
     for (const owned of this.#streams.values()) for (const s of owned) s.res.end();
@@ -267,7 +274,8 @@ export class EventFeed {
   /**
    * A live event: the stream is closed as slow instead when its client has
    * not taken what earlier polls sent, so a stream holds at most the buffer
-   * and one poll's events.
+   * and one poll's events. (A backlog is sent only as fast as the client
+   * takes it, so it never passes the buffer.)
    */
   #sendLive(stream: Stream, e: PlantEvent): void {
     if (stream.res.writableLength > this.options.bufferBytes) this.#closeSlow(stream);
@@ -306,6 +314,29 @@ export class EventFeed {
     res.end(last, () => res.socket?.end());
     setTimeout(() => res.destroy(), END_GRACE_MS).unref();
     this.#remove(stream);
+  }
+
+  /**
+   * The other half of the slow rule, for backlogs and live events alike: a
+   * stream with output waiting in the server (the kernel's buffers for the
+   * connection are full) of which the client has taken nothing for `slowMs`
+   * is closed as slow. A client that reads, however slowly, keeps moving the
+   * count of bytes handed to the kernel, and stays.
+   */
+  #closeStalled(): void {
+    const now = performance.now();
+    for (const owned of this.#streams.values())
+      for (const s of owned) {
+        const socket = s.res.socket;
+        if (!socket || s.res.writableLength === 0) {
+          s.stalled = undefined;
+          continue;
+        }
+        // bytesWritten counts what is still buffered too.
+        const flushed = socket.bytesWritten - socket.writableLength;
+        if (s.stalled?.flushed !== flushed) s.stalled = { since: now, flushed };
+        else if (now - s.stalled.since >= this.options.slowMs) this.#closeSlow(s);
+      }
   }
 
   #keepAlive(beat: number): void {
