@@ -317,11 +317,13 @@ export const SETTINGS = {
   'events-max-kept': {
     group: 'events',
     env: 'PLANTS_EVENTS_MAX_KEPT',
-    default: '1000000',
+    default: '100000',
     kind: 'int',
     arg: 'N',
     schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-    help: 'most plant events kept for resuming, over all owners; older ones are pruned first',
+    help:
+      "most plant events kept for resuming per owner: an owner's oldest go first, never another owner's " +
+      "(all owners' events also go after --events-retention-ms)",
   },
   'events-poll-ms': {
     group: 'events',

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { errors } from '../http/errors.js';
 import { eventStreamsClosedSlow, eventStreamsOpen, eventsSent } from '../metrics/metrics.js';
 import { eventBody } from '../outbox/event-body.js';
-import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store/store.js';
+import type { EventLog, PlantEvent } from '../store/store.js';
 import type { CredentialsEnd, StreamCredentials } from './stream-credentials.js';
 
 export interface FeedOptions {
@@ -146,7 +146,7 @@ export class EventFeed {
     let reset = false;
     try {
       await this.#begin();
-      const { pruned, newest } = await this.log.bounds();
+      const { pruned, newest } = await this.log.bounds(owner);
       // Ids skip numbers, so only the log's own mark tells whether events after lastEventId were removed.
       reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < pruned);
       stream.through = lastEventId === undefined || reset ? newest : lastEventId;
@@ -195,7 +195,7 @@ export class EventFeed {
     try {
       const before = Date.now() - this.options.retentionMs;
       // Each round removes a bounded chunk, one short transaction each.
-      while ((await this.log.prune(before, this.options.maxKept)) >= EVENT_PRUNE_CHUNK && !this.#closed);
+      while ((await this.log.prune(before, this.options.maxKept)).more && !this.#closed);
     } catch (error) {
       this.logger.warn({ err: error }, 'pruning old plant events failed; trying again later');
     }

@@ -156,4 +156,14 @@ export const postgresMigrations: Record<string, Migration> = {
       await sql`INSERT INTO plant_events_pruned (up_to) SELECT coalesce(min(id) - 1, 0) FROM plant_events`.execute(db);
     },
   },
+  '0007_plant_events_owner_pruned': {
+    async up(db: Kysely<unknown>) {
+      // The largest event id pruned of one owner by its cap on kept events
+      // (rows only above the mark of pruning by age, which covers every owner).
+      await sql`CREATE TABLE plant_events_owner_pruned (
+        owner text   PRIMARY KEY,
+        up_to bigint NOT NULL
+      )`.execute(db);
+    },
+  },
 };
