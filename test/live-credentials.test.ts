@@ -4,36 +4,22 @@
 // `unauthorized`, sent before the end, within 1 s; watchPlants throws a
 // CredentialsEndedError instead of reconnecting.
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
-import type { FastifyInstance } from 'fastify';
 import { readEventStream, type ServerSentEvent } from '../packages/client/src/event-stream.js';
-import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { CredentialsEndedError, PlantStoreClient } from '../src/client/index.js';
-import type { Config } from '../src/config.js';
-import type { Store } from '../src/store/store.js';
 import { runCliInProcess } from './helpers/cli.js';
 import { AUDIENCE, TestIssuer } from './helpers/jwt-issuer.js';
 import { after, before, it } from './helpers/requirements.js';
 import { delay, migrateWithCli, runCli, useProcessCleanup } from './helpers/server.js';
-import { describeEachStore, type StoreFixture } from './helpers/stores.js';
+import { listenApp, type ListeningApp } from './helpers/app.js';
+import { describeEachStore } from './helpers/stores.js';
 
 const T = { timeout: 20_000 };
 const WITHIN_MS = 1000;
 
-interface Server {
-  app: FastifyInstance;
-  store: Store;
-  base: string;
-}
-
-async function serve(fx: StoreFixture, overrides: Partial<Config> = {}): Promise<Server> {
-  const store = await fx.open(overrides);
-  const app = await buildApp(fx.config(overrides), { store });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, store, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
-}
+type Server = ListeningApp;
+const serve = listenApp;
 
 interface Opened {
   events: ServerSentEvent[];

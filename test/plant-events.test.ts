@@ -5,34 +5,22 @@
 // timeouts, shutdown, and the client's watchPlants reconnecting across a
 // restart.
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app/app.js';
 import { issueToken } from '../src/auth/tokens.js';
 import { readEventStream, type ServerSentEvent } from '../packages/client/src/event-stream.js';
 import { PlantStoreClient, type PlantChange } from '../src/client/index.js';
-import type { Config } from '../src/config.js';
 import type { Scope, Store } from '../src/store/store.js';
 import { closeEventWriter, openEventWriter } from './helpers/open-event-writer.js';
 import { after, before, describe, it } from './helpers/requirements.js';
-import { describeEachStore, type StoreFixture } from './helpers/stores.js';
+import { listenApp, type ListeningApp } from './helpers/app.js';
+import { describeEachStore } from './helpers/stores.js';
 
 const T = { timeout: 20_000 };
 const INT64_MAX = 9223372036854775807n;
 
-interface Server {
-  app: FastifyInstance;
-  store: Store;
-  base: string;
-}
-
-async function serve(fx: StoreFixture, overrides: Partial<Config> = {}): Promise<Server> {
-  const store = await fx.open(overrides);
-  const app = await buildApp(fx.config(overrides), { store });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, store, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
-}
+type Server = ListeningApp;
+const serve = listenApp;
 
 /** An open stream, read event by event (comments too, as `:` events, when `comments`). */
 class Stream {

@@ -46,6 +46,39 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
   return performance.now() - started;
 }
 
+/**
+ * A raw connection that asks for the stream and, once the response head has
+ * come, stops reading until `resume()`; `received()` is all it has read.
+ */
+async function stalledReader(port: number, token: string): Promise<{ socket: net.Socket; received: () => string }> {
+  const socket = net.connect(port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let received = '';
+  let stopped = false;
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+    if (!stopped && received.includes('\r\n\r\n')) {
+      stopped = true;
+      socket.pause();
+    }
+  });
+  socket.write(`GET /plants/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  while (!received.includes('\r\n\r\n')) await new Promise((r) => setTimeout(r, 10));
+  assert.match(received, /^HTTP\/1.1 200/);
+  return { socket, received: () => received };
+}
+
+/** Reading again within the grace, the client gets what was buffered, then the overflow event and the end. */
+async function readsOverflowAtTheEnd(socket: net.Socket, received: () => string): Promise<void> {
+  const ended = new Promise((resolve) => socket.once('close', resolve));
+  socket.resume();
+  await ended;
+  assert.match(
+    received(),
+    /event: overflow\ndata: \{"type":"overflow","message":"[^"]*Last-Event-ID[^"]*"\}\n\n\r\n0\r\n\r\n$/,
+  );
+}
+
 describeOnStore('sqlite', 'a live stream whose client stops reading', (fx) => {
   it(
     'is closed after --events-slow-ms while catching up on a backlog it never reads',
@@ -94,31 +127,11 @@ describeOnStore('sqlite', 'a live stream whose client stops reading', (fx) => {
       try {
         const { port } = app.server.address() as AddressInfo;
         const { token } = await issueToken(store.tokens, { owner: 'live-stalled' });
-        const socket = net.connect(port, '127.0.0.1');
-        await new Promise((resolve) => socket.once('connect', resolve));
-        let received = '';
-        let stopped = false;
-        socket.on('data', (d: Buffer) => {
-          received += d.toString('latin1');
-          // Stop reading once the head has come, until told to read again.
-          if (!stopped && received.includes('\r\n\r\n')) {
-            stopped = true;
-            socket.pause();
-          }
-        });
-        socket.write(`GET /plants/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
-        await until(async () => received.includes('\r\n\r\n'), 5000, 'the head');
+        const { socket, received } = await stalledReader(port, token);
         const closedBefore = await metric(eventStreamsClosedSlow);
         await fill(store, 'live-stalled', 10_000);
         await until(async () => (await metric(eventStreamsClosedSlow)) > closedBefore, 10_000, 'closed as slow');
-        // Reading again within the grace, the client gets what was buffered, then the overflow event and the end.
-        const ended = new Promise((resolve) => socket.once('close', resolve));
-        socket.resume();
-        await ended;
-        assert.match(
-          received,
-          /event: overflow\ndata: \{"type":"overflow","message":"[^"]*Last-Event-ID[^"]*"\}\n\n\r\n0\r\n\r\n$/,
-        );
+        await readsOverflowAtTheEnd(socket, received);
       } finally {
         await app.close();
       }
@@ -132,17 +145,7 @@ describeOnStore('sqlite', 'a live stream whose client stops reading', (fx) => {
     try {
       const { port } = app.server.address() as AddressInfo;
       const { token } = await issueToken(store.tokens, { owner: 'slow' });
-      const socket = net.connect(port, '127.0.0.1');
-      await new Promise((resolve) => socket.once('connect', resolve));
-      let received = '';
-      socket.on('data', (d: Buffer) => {
-        received += d.toString('latin1');
-        // Stop reading once the head has come.
-        if (received.includes('\r\n\r\n')) socket.pause();
-      });
-      socket.write(`GET /plants/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
-      while (!received.includes('\r\n\r\n')) await new Promise((r) => setTimeout(r, 10));
-      assert.match(received, /^HTTP\/1.1 200/);
+      const { socket, received } = await stalledReader(port, token);
       const closedBefore = (await eventStreamsClosedSlow.get()).values[0]?.value ?? 0;
       const name = 'x'.repeat(256);
       let id = 0n;
@@ -154,14 +157,7 @@ describeOnStore('sqlite', 'a live stream whose client stops reading', (fx) => {
         closed = ((await eventStreamsClosedSlow.get()).values[0]?.value ?? 0) > closedBefore;
       }
       assert.ok(closed, `not closed after ${id} events`);
-      // Reading again, the client gets what was buffered, then the last event and the end.
-      const ended = new Promise((resolve) => socket.once('end', resolve));
-      socket.resume();
-      await ended;
-      assert.match(
-        received,
-        /event: overflow\ndata: \{"type":"overflow","message":"[^"]*Last-Event-ID[^"]*"\}\n\n\r\n0\r\n\r\n$/,
-      );
+      await readsOverflowAtTheEnd(socket, received);
     } finally {
       await app.close();
     }
