@@ -139,7 +139,16 @@ export const sqliteMigrations: Record<string, Migration> = {
       );
     },
   },
-  '0007_plant_events_owner_pruned': {
+  '0007_plants_by_tag': {
+    async up(db: Kysely<unknown>) {
+      // GET /plants?tag=: one owner's plants with one tag, in seq order, read
+      // as a range of this index. Without it, a filtered page would walk the
+      // owner's whole list. Plants without a tag (NULL) are in it too, as
+      // they are in every SQLite index; they cost only their entries.
+      await sql`CREATE INDEX plants_owner_tag_seq ON plants (owner, tag, seq)`.execute(db);
+    },
+  },
+  '0008_plant_events_owner_pruned': {
     async up(db: Kysely<unknown>) {
       // The largest event id pruned of one owner by its cap on kept events
       // (rows only above the mark of pruning by age, which covers every owner).
