@@ -15,6 +15,7 @@ import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { EventFeed } from '../routes/event-feed.js';
 import { eventRoutes } from '../routes/plant-events.js';
+import { StreamCredentials } from '../routes/stream-credentials.js';
 import { plantRoutes } from '../routes/plants.js';
 import { rootRoute } from '../routes/root.js';
 import type { EventSignal, Store } from '../store/store.js';
@@ -219,12 +220,14 @@ async function assemble(
       pollMs: config.eventsPollMs,
       keepaliveMs: config.eventsKeepaliveMs,
       bufferBytes: config.eventsBufferBytes,
+      slowMs: config.eventsSlowMs,
       maxStreams: config.eventsMaxStreams,
       maxStreamsPerOwner: config.eventsMaxStreamsPerOwner,
       retentionMs: config.eventsRetentionMs,
       maxKept: config.eventsMaxKept,
     },
     app.log,
+    new StreamCredentials(store.tokens, 'plants:read', app.log),
   );
   // Its timers run from now on: stopped, and its streams ended, as closing
   // begins (so that open streams do not hold the server open), also when a
