@@ -184,12 +184,37 @@ export function helpText(cmd: Command): string {
   ].join('\n');
 }
 
+/** What a one-letter option means to most tools (-p 8080 is a port), for the flag a command has of that name. */
+const USUAL_SHORT: Readonly<Record<string, string>> = {
+  p: 'port',
+  H: 'host',
+  d: 'db',
+  c: 'config',
+  o: 'owner',
+  u: 'url',
+  j: 'json',
+  s: 'scope',
+  e: 'events',
+};
+
+/**
+ * The flag a mistyped option most likely meant. A one-letter option is no
+ * typo of a long name (its edit distance to "db" says nothing): it means its
+ * usual flag, when the command has it, and otherwise nothing we could name.
+ */
+function guessOption(option: string, known: readonly string[]): string | undefined {
+  const short = /^-([A-Za-z])$/.exec(option)?.[1];
+  if (short === undefined) return nearest(option.replace(/^-+/, ''), known);
+  const usual = USUAL_SHORT[short];
+  return usual !== undefined && known.includes(usual) ? usual : undefined;
+}
+
 /** parseArgs' complaint in the project's words. */
 function usageProblem(error: Error & { code?: string }, known: readonly string[]): string {
   const message = error.message;
   const option = /'(?:-\w, )?(--?[^' <]+)/.exec(message)?.[1] ?? '';
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    const guess = nearest(option.replace(/^-+/, ''), known);
+    const guess = guessOption(option, known);
     return `unknown option ${option}${guess ? ` (did you mean --${guess}?)` : ''}`;
   }
   if (/argument missing/.test(message)) return `${option} needs a value`;

@@ -2,6 +2,7 @@ import { hashToken, looksLikeToken } from '../auth/tokens.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
 import { openCommandStore } from './store.js';
+import { CliError } from './store-errors.js';
 
 export const tokenRevoke: Command = {
   name: 'token revoke',
@@ -24,10 +25,13 @@ export const tokenRevoke: Command = {
     });
     try {
       const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
-      if (!found) {
-        ctx.stderr.write('no token matches that token or id\n');
-        return 1;
-      }
+      // main() prints it as every error, after "plant-store token revoke: "; a token given is never echoed.
+      if (!found)
+        throw new CliError(
+          looksLikeToken(target)
+            ? 'no token matches the token given'
+            : `no token has the id ${JSON.stringify(target.slice(0, 64))}`,
+        );
       // Given the token itself, its id is not known here, and the token is never echoed.
       if (values.json) printJson(ctx.stdout, { revoked: true, id: looksLikeToken(target) ? null : target });
       else ctx.stderr.write('revoked\n');

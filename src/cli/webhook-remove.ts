@@ -1,6 +1,7 @@
 import { openCommandStore } from './store.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
+import { CliError } from './store-errors.js';
 
 export const webhookRemove: Command = {
   name: 'webhook remove',
@@ -20,10 +21,9 @@ export const webhookRemove: Command = {
       existingSchema: true,
     });
     try {
-      if (!(await store.webhooks.remove(positionals[0]!))) {
-        ctx.stderr.write('no webhook endpoint has that id\n');
-        return 1;
-      }
+      // main() prints it as every error, after "plant-store webhook remove: ".
+      if (!(await store.webhooks.remove(positionals[0]!)))
+        throw new CliError(`no webhook endpoint has the id ${JSON.stringify(positionals[0]!.slice(0, 64))}`);
       if (values.json) printJson(ctx.stdout, { removed: true, id: positionals[0]! });
       else ctx.stderr.write('removed\n');
       return 0;
