@@ -497,6 +497,15 @@ export const SETTINGS = {
     schema: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
     help: 'port of the admin listener on --host, serving /metrics, /healthz and /readyz (0 picks a free one); off: none',
   },
+  'admin-token-file': {
+    group: 'observability',
+    env: 'PLANTS_ADMIN_TOKEN_FILE',
+    default: '',
+    kind: 'string',
+    arg: 'PATH',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'file holding the secret (at least 32 bytes) that the admin HTTP API (/admin/tokens, /admin/webhooks on --admin-port) takes as its bearer token; unset: no admin API',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -536,6 +545,8 @@ const ConfigSchema = Type.Object({
   // Not settings of their own: set by the CLI (a terminal) and by tests.
   /** The flags whose value carries a password on the command line (warned about at start). */
   passwordsInArgv: Type.Optional(Type.Array(Type.String())),
+  /** The admin API's bearer secret, read from --admin-token-file. */
+  adminToken: Type.Optional(Type.String()),
   logPretty: Type.Boolean(),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */
@@ -762,6 +773,7 @@ export function loadConfig(
   }
   const config = out as Config;
   readUrlFiles(config, sources, label);
+  readAdminToken(config, label);
   const dbProblem = checkDb(config.db);
   if (dbProblem) {
     const where = config.dbFile === undefined ? label('db') : `the URL in ${config.dbFile} (${label('dbFile')})`;
@@ -800,6 +812,36 @@ export function loadConfig(
 /** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
 const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);
 
+/** A file holding a secret (a URL with its password, a token), trimmed; refused when unreadable or empty. */
+function readSecretFile(label: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    throw new ConfigError(`${label}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (text === '') throw new ConfigError(`${label}: ${path} is empty`);
+  return text;
+}
+
+/** The shortest admin API secret taken: 32 bytes, as many as a token's own random part. */
+export const ADMIN_TOKEN_MIN_BYTES = 32;
+
+/** --admin-token-file: the admin API's secret, which only the admin listener can take. */
+function readAdminToken(config: Config, label: (key: string) => string): void {
+  if (config.adminTokenFile === undefined) return;
+  if (config.adminPort === null)
+    throw new ConfigError(`${label('adminTokenFile')} needs ${label('adminPort')}: the admin API is served there only`);
+  const secret = readSecretFile(label('adminTokenFile'), config.adminTokenFile);
+  const bytes = Buffer.byteLength(secret);
+  if (bytes < ADMIN_TOKEN_MIN_BYTES)
+    throw new ConfigError(
+      `${label('adminTokenFile')}: ${config.adminTokenFile} must hold a secret of at least ${ADMIN_TOKEN_MIN_BYTES} bytes, ` +
+        `not ${bytes} (make one with: openssl rand -base64 32)`,
+    );
+  config.adminToken = secret;
+}
+
 /**
  * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
  * that its password is not on the command line, where every user of the
@@ -815,15 +857,7 @@ function readUrlFiles(config: Config, sources: Map<SettingName, Source>, label: 
     if (path === undefined) continue;
     if (sources.get(key) !== 'default')
       throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8').trim();
-    } catch (error) {
-      throw new ConfigError(
-        `${label(fileKey)}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-    if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
+    const text = readSecretFile(label(fileKey), path);
     if (key === 'redis' && !isRedisUrl(text))
       throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
     config[key] = text;

@@ -21,6 +21,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['http'],
   ['auth'],
   ['routes', 'plugins', 'outbox', 'backup'],
+  ['manage'],
   ['app'],
   ['cli'],
 ];

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
+import { checkOwner } from '../manage/tokens.js';
 import { readFileSync } from 'node:fs';
 import {
   ConfigError,
@@ -46,14 +46,7 @@ export type ArgValues = Record<string, string | boolean | (string | boolean)[] |
 
 /** --owner: required, and a valid owner name. Checked before any store is opened, so a bad owner touches no database. */
 export function ownerFlag(values: ArgValues): string {
-  const owner = values.owner;
-  if (typeof owner !== 'string') throw new UsageError('--owner is required');
-  try {
-    assertValidOwner(owner);
-  } catch (error) {
-    throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
-  }
-  return owner;
+  return checkOwner(values.owner, '--owner');
 }
 
 /** A flag of a command's own (not a setting): its type, help, the default shown in help and its value's placeholder. */

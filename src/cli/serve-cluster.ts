@@ -1,7 +1,7 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, type Logger } from 'pino';
-import { startAdmin } from './admin-listener.js';
+import { adminApi, startAdmin } from './admin-listener.js';
 import type { Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { clusterMetricsText } from '../metrics/metrics.js';
@@ -234,6 +234,7 @@ async function startPrimaryAdmin(
     return await startAdmin(config.host, config.adminPort!, {
       logger: log,
       limits: config,
+      api: adminApi(config, store),
       metrics: async () => {
         const starting = workers.notReady();
         if (starting !== undefined) {

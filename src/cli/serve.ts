@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { startAdmin } from './admin-listener.js';
+import { adminApi, startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
 import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
@@ -207,6 +207,7 @@ async function listenAdmin(config: Readonly<Config>, running: Running, stopListe
     logger: app.log,
     limits: config,
     metrics: metricsText,
+    api: adminApi(config, running.store),
     // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
     ready: async () => {
       const res = await app

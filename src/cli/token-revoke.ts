@@ -1,8 +1,8 @@
-import { hashToken, looksLikeToken } from '../auth/tokens.js';
+import { looksLikeToken } from '../auth/tokens.js';
+import { revokeToken } from '../manage/tokens.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
 import { openCommandStore } from './store.js';
-import { CliError } from './store-errors.js';
 
 export const tokenRevoke: Command = {
   name: 'token revoke',
@@ -24,14 +24,8 @@ export const tokenRevoke: Command = {
       existingSchema: true,
     });
     try {
-      const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
-      // main() prints it as every error, after "plant-store token revoke: "; a token given is never echoed.
-      if (!found)
-        throw new CliError(
-          looksLikeToken(target)
-            ? 'no token matches the token given'
-            : `no token has the id ${JSON.stringify(target.slice(0, 64))}`,
-        );
+      // A ManageError when none matches: main() prints it after "plant-store token revoke: ".
+      await revokeToken(store.tokens, target);
       // Given the token itself, its id is not known here, and the token is never echoed.
       if (values.json) printJson(ctx.stdout, { revoked: true, id: looksLikeToken(target) ? null : target });
       else ctx.stderr.write('revoked\n');

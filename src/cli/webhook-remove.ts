@@ -1,7 +1,7 @@
 import { openCommandStore } from './store.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
-import { CliError } from './store-errors.js';
+import { removeWebhook } from '../manage/webhooks.js';
 
 export const webhookRemove: Command = {
   name: 'webhook remove',
@@ -21,9 +21,8 @@ export const webhookRemove: Command = {
       existingSchema: true,
     });
     try {
-      // main() prints it as every error, after "plant-store webhook remove: ".
-      if (!(await store.webhooks.remove(positionals[0]!)))
-        throw new CliError(`no webhook endpoint has the id ${JSON.stringify(positionals[0]!.slice(0, 64))}`);
+      // A ManageError when no endpoint has the id: main() prints it after "plant-store webhook remove: ".
+      await removeWebhook(store.webhooks, positionals[0]!);
       if (values.json) printJson(ctx.stdout, { removed: true, id: positionals[0]! });
       else ctx.stderr.write('removed\n');
       return 0;
