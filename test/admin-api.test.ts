@@ -239,6 +239,42 @@ describe('the admin API as serve runs it', () => {
     assert.match(noPort.stderr, /--admin-token-file needs --admin-port/);
   });
 
+  it('plant-store webhook test ID sends the same signed webhook.test event; exit 1 when not delivered', async () => {
+    const receiver = await new WebhookReceiver().start();
+    try {
+      assert.equal((await runCliInProcess(['migrate', '--db', db])).code, 0);
+      const added = await runCliInProcess([
+        'webhook',
+        'add',
+        '--owner',
+        'erin',
+        '--url',
+        receiver.url('/e'),
+        '--db',
+        db,
+        '--json',
+      ]);
+      assert.equal(added.code, 0, added.stderr);
+      const { id, secret } = JSON.parse(added.stdout) as { id: string; secret: string };
+      const blocked = await runCliInProcess(['webhook', 'test', id, '--db', db]);
+      assert.equal(blocked.code, 1);
+      assert.match(
+        blocked.stderr,
+        /^plant-store webhook test: not delivered: refused: 127\.0\.0\.1, a loopback address/,
+      );
+      const sent = await runCliInProcess(['webhook', 'test', id, '--db', db, '--webhooks-allow-private']);
+      assert.equal(sent.code, 0, sent.stderr);
+      assert.match(sent.stderr, /^delivered msg_[0-9a-f]{32}: the receiver answered 204\n$/);
+      const got = receiver.requests[0]!;
+      assert.equal((new Webhook(secret).verify(got.body, got.headers) as { type: string }).type, 'webhook.test');
+      const unknown = await runCliInProcess(['webhook', 'test', 'wh_0000000000000000', '--db', db]);
+      assert.equal(unknown.code, 1);
+      assert.equal(unknown.stderr, 'plant-store webhook test: no webhook endpoint has the id "wh_0000000000000000"\n');
+    } finally {
+      await receiver.stop();
+    }
+  });
+
   it('on the admin listener only, and only with --admin-token-file', async () => {
     writeFileSync(secretFile, `${SECRET}\n`);
     const server = await serveInProcess(serveArgs(db, '--admin-port', '0', '--admin-token-file', secretFile));

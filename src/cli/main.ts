@@ -17,6 +17,7 @@ import { packageVersion } from './version.js';
 import { webhookAdd } from './webhook-add.js';
 import { webhookList } from './webhook-list.js';
 import { webhookRemove } from './webhook-remove.js';
+import { webhookTest } from './webhook-test.js';
 
 /** Every command, in the order help lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   webhookAdd,
   webhookList,
   webhookRemove,
+  webhookTest,
   migrate,
   backup,
   restore,
