@@ -31,11 +31,14 @@ describeHttpLayer('attack surface', (fx) => {
     return jsonBody(await h.request({ method: 'GET', url: '/openapi.json' })) as OpenApiDoc;
   }
 
-  it('takes no URL from a client: every input is one of limit, cursor, id, name, tag, Last-Event-ID (API7)', async () => {
+  it('takes no URL from a client: every input is one of limit, cursor, id, name, tag, Last-Event-ID, If-None-Match (API7)', async () => {
     const d = await doc();
     const inputs = new Set<string>();
-    const propertiesOf = (schema: { $ref?: string; properties?: object } | undefined): string[] => {
+    type Schema = { $ref?: string; properties?: object; oneOf?: Schema[]; items?: Schema };
+    const propertiesOf = (schema: Schema | undefined): string[] => {
       if (!schema) return [];
+      if (schema.oneOf) return schema.oneOf.flatMap(propertiesOf);
+      if (schema.items) return propertiesOf(schema.items);
       if (schema.$ref) {
         const component = d.components.schemas[schema.$ref.split('/').pop()!]!;
         return [
@@ -54,7 +57,7 @@ describeHttpLayer('attack surface', (fx) => {
         }
       }
     }
-    assert.deepEqual([...inputs].sort(), ['cursor', 'id', 'last-event-id', 'limit', 'name', 'tag']);
+    assert.deepEqual([...inputs].sort(), ['cursor', 'id', 'if-none-match', 'last-event-id', 'limit', 'name', 'tag']);
   });
 
   it('serves nothing its document does not list (API9)', async () => {

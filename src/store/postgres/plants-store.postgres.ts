@@ -1,7 +1,18 @@
 import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
-import type { CreateOutcome, JsonPage, NewPlantRecord, PlantStore } from '../store.js';
-import { withClient, writeWithClient } from './db-connect.postgres.js';
+import {
+  repeatedId,
+  type BatchOutcome,
+  type CreateOutcome,
+  type JsonPage,
+  type NewPlantRecord,
+  type PlantFilter,
+  type PlantLimits,
+  type PlantRecord,
+  type PlantStore,
+} from '../store.js';
+import { createBatch } from './batch-create.postgres.js';
+import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
@@ -52,6 +63,12 @@ const INSERT_MANY = {
 } as const;
 const INSERT_MANY_BATCH = 5000;
 
+/** One plant by its id: the (owner, id) primary key. */
+const GET = {
+  name: 'plants_get',
+  text: 'SELECT name, tag FROM plants WHERE owner = $1::text AND id = $2::int8',
+} as const;
+
 const CURSOR_KEY = {
   name: 'secrets_cursor_key',
   text: "SELECT value FROM secrets WHERE name = 'cursor_key'",
@@ -61,10 +78,12 @@ export class PostgresPlantStore implements PlantStore {
   #codec: Promise<CursorCodec> | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
+  readonly #pagesByTag: PageReader;
 
   constructor(private readonly pool: pg.Pool) {
     this.#inserts = new InsertBatcher(pool, (owner, plant) => this.#createOne(owner, plant));
     this.#pages = new PageReader(pool, () => this.#cursors());
+    this.#pagesByTag = new PageReader(pool, () => this.#cursors(), true);
   }
 
   /** The cursor codec, its key read from the database once (again after a failure). */
@@ -84,8 +103,17 @@ export class PostgresPlantStore implements PlantStore {
     return this.#codec;
   }
 
-  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
-    return this.#inserts.create(owner, plant);
+  async create(owner: string, plant: NewPlantRecord, limits?: PlantLimits): Promise<CreateOutcome> {
+    if (limits?.maxPlants === undefined) return this.#inserts.create(owner, plant);
+    // The count and the insert under the owner's lock, which the batched statement cannot hold across both.
+    const outcome = await createBatch(this.pool, owner, [plant], limits.maxPlants);
+    return outcome.kind === 'stored' ? outcome.outcomes[0]! : 'conflict';
+  }
+
+  async createMany(owner: string, plants: readonly NewPlantRecord[], limits?: PlantLimits): Promise<BatchOutcome> {
+    const repeated = repeatedId(plants);
+    if (repeated) return { kind: 'repeated', ...repeated };
+    return createBatch(this.pool, owner, plants, limits?.maxPlants);
   }
 
   /** One create on its own statement, for the batches that cannot take it. */
@@ -114,9 +142,19 @@ export class PostgresPlantStore implements PlantStore {
     return outcome;
   }
 
-  async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {
-    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
-    return this.#pages.read(owner, limit, after);
+  async page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage> {
+    const tag = filter?.tag;
+    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor, tag);
+    return tag === undefined ? this.#pages.read(owner, limit, after) : this.#pagesByTag.read(owner, limit, after, tag);
+  }
+
+  async get(owner: string, id: bigint): Promise<PlantRecord | undefined> {
+    const { rows } = await withClient(this.pool, (client) =>
+      client.query<{ name: string; tag: string | null }>({ ...GET, values: [owner, id.toString()] }),
+    );
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
@@ -127,9 +165,8 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
-    return writeWithClient(this.pool, async (client) => {
-      await client.query('BEGIN');
-      try {
+    return writeWithClient(this.pool, (client) =>
+      inTransaction(client, async () => {
         let inserted = 0;
         let ids: string[] = [];
         let names: string[] = [];
@@ -149,18 +186,8 @@ export class PostgresPlantStore implements PlantStore {
           if (ids.length === INSERT_MANY_BATCH) await flush();
         }
         await flush();
-        await client.query('COMMIT');
         return inserted;
-      } catch (error) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          // The session's state is unknown: fail with a non-database error so
-          // withClient discards the connection instead of pooling it.
-          throw new Error('bulk insert failed and could not be rolled back', { cause: error });
-        }
-        throw error;
-      }
-    });
+      }),
+    );
   }
 }
