@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { before, it } from './helpers/requirements.js';
 import { hashToken, InvalidExpiryError, issueFirstToken, issueToken } from '../src/auth/tokens.js';
 import { INT64_MAX, INT64_MIN } from '../src/schemas/int64.js';
-import { InvalidCursorError, type PlantRecord, type PlantStore, type Store } from '../src/store/store.js';
+import {
+  InvalidCursorError,
+  StoreUnavailableError,
+  type PlantRecord,
+  type PlantStore,
+  type Store,
+} from '../src/store/store.js';
 import { describeEachStore, describeOnStore, type StoreFixture } from './helpers/stores.js';
 import { listPlants } from './helpers/list-plants.js';
 
@@ -170,8 +176,13 @@ describeContract('store contract', (fx) => {
     assert.equal(await p.delete('bulk', -(2n ** 63n)), true);
   });
 
-  it('answers ping while the database is reachable', { timeout: TIMEOUT }, async () => {
+  it('answers ping while open, and refuses it as unavailable once closed', { timeout: TIMEOUT }, async () => {
     await store.ping();
+    const closing = await fx.open();
+    await closing.ping();
+    await closing.close();
+    await assert.rejects(closing.ping(), StoreUnavailableError);
+    await store.ping(); // another store on the same database is not affected
   });
 });
 
