@@ -46,8 +46,16 @@ describe('serve --workers, the primary in this process', () => {
     const signals = new EventEmitter();
     const exited = main(args, { env: {}, stdin: Readable.from([]), stdout, stderr, isTTY: false, signals });
 
-    await until(() => stdout.text.includes('2 workers listening'), 20_000, `the workers to listen\n${stdout.text}`);
-    assert.ok(cluster.listenerCount('exit') > before.exit, 'the primary watches its workers');
+    try {
+      await until(() => stdout.text.includes('2 workers listening'), 20_000, `the workers to listen\n${stdout.text}`);
+      assert.ok(cluster.listenerCount('exit') > before.exit, 'the primary watches its workers');
+    } catch (error) {
+      // Stop the primary and its workers, or they would keep this process running.
+      signals.emit('SIGTERM', 'SIGTERM');
+      await Promise.race([exited, delay(10_000)]);
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+      throw error;
+    }
     signals.emit('SIGTERM', 'SIGTERM');
     assert.equal(await exited, 0, stderr.text);
 
