@@ -1,6 +1,6 @@
 // The Markdown report: the tables, the targets, and whether the load generator could have limited the numbers.
 import { cpus, release } from 'node:os';
-import { P99_RATIO, type Scenario } from './scenarios.js';
+import { DURABLE_TARGET, P99_RATIO, type Scenario } from './scenarios.js';
 
 /**
  * One measured round of one side (the service, the baseline or pgbench). `errors`: non-2xx answers, socket errors and
@@ -8,13 +8,18 @@ import { P99_RATIO, type Scenario } from './scenarios.js';
  * pgbench); `loadPct`: the share of its core the load generator used.
  */
 export type Round = { rps: number; p99Ms: number; requests: number; errors: number; cpu: number[]; loadPct: number };
-/** A scenario's rounds: the service's, and the baseline's or pgbench's (`reference`). */
+/**
+ * A scenario's rounds: the service's, the baseline's or pgbench's (`reference`), on SQLite the durable reference's, and
+ * the checks that a reference is not slow: the smallest in-memory server (`minimal`) and the naive durable one.
+ */
 export type Outcome = {
   scenario: Scenario;
   service: Round[];
   reference: Round[];
   logBytes: number;
+  durable?: Round[] | undefined;
   minimal?: Round[] | undefined;
+  naive?: Round[] | undefined;
 };
 
 export interface RunInfo {
@@ -37,9 +42,10 @@ const ms = (n: number) => `${n.toFixed(2)} ms`;
 const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 const cpu = (r: Round) => r.cpu.map(int).join(' + ');
 const total = (of: 'requests' | 'errors', ...sides: Round[][]) => sides.flat().reduce((n, r) => n + r[of], 0);
-const table = (header: string, rows: Best[]) => [header, '|---|---|---|---|---|---|---|---|---|', ...rows.map(row), ''];
-const SQLITE_HEADER =
-  '| scenario | service req/s | p99 | CPU µs/req | baseline req/s | p99 | CPU µs/req | service / baseline | target |';
+const SQLITE_HEADER = [
+  '| scenario | service req/s | p99 | CPU µs/req | durable req/s | p99 | CPU µs/req | in-memory req/s | p99 | CPU µs/req | service / durable | service / in-memory | target |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+];
 const PG_HEADER =
   '| scenario | service req/s | p99 | CPU µs/req: node + PostgreSQL | pgbench tps | p99 | CPU µs/tx: PostgreSQL + pgbench | service / pgbench | target |';
 
@@ -51,13 +57,19 @@ export const roundLine = (side: string, r: Round) =>
   `  ${side.padEnd(8)} ${int(r.rps).padStart(7)} req/s  p99 ${ms(r.p99Ms)}  CPU µs each ${cpu(r)}` +
   `  load generator ${Math.round(r.loadPct)} %${r.errors ? `  ERRORS ${r.errors}` : ''}`;
 
-type Best = { scenario: Scenario; s: Round; r: Round };
+type Best = { scenario: Scenario; s: Round; r: Round; d?: Round | undefined };
 
-function row({ scenario: { name, title, target: t }, s, r }: Best): string {
-  const ratio = s.rps / r.rps;
-  const ok = (t === undefined || ratio >= t) && s.p99Ms <= P99_RATIO * r.p99Ms;
-  const target = `${t ? `≥ ${t}×, ` : ''}p99 ≤ ${P99_RATIO}× its: ${met(ok)}`;
-  return `| ${name}: ${title} | ${int(s.rps)} | ${ms(s.p99Ms)} | ${cpu(s)} | ${int(r.rps)} | ${ms(r.p99Ms)} | ${cpu(r)} | ${x(ratio)} | ${target} |`;
+const side = (r: Round) => `${int(r.rps)} | ${ms(r.p99Ms)} | ${cpu(r)}`;
+/** Whether the service reaches `t` of a reference's rate with at most P99_RATIO times its p99. */
+const verdict = (s: Round, r: Round, t: number | undefined) =>
+  `${t ? `≥ ${t}×, ` : ''}p99 ≤ ${P99_RATIO}× its: ${met((t === undefined || s.rps / r.rps >= t) && s.p99Ms <= P99_RATIO * r.p99Ms)}`;
+
+/** On SQLite the target is the durable reference's; on PostgreSQL, pgbench's. */
+function sqliteRow({ scenario: { name, title }, s, r, d }: Best): string {
+  return `| ${name}: ${title} | ${side(s)} | ${side(d!)} | ${side(r)} | ${x(s.rps / d!.rps)} | ${x(s.rps / r.rps)} | ${verdict(s, d!, DURABLE_TARGET)} |`;
+}
+function pgRow({ scenario: { name, title, target }, s, r }: Best): string {
+  return `| ${name}: ${title} | ${side(s)} | ${side(r)} | ${x(s.rps / r.rps)} | ${verdict(s, r, target)} |`;
 }
 
 /** Whether this scenario's numbers could be the load generator's limit rather than the servers'. */
@@ -73,7 +85,12 @@ function generatorCheck({ scenario, s, r }: Best): string {
 export function report(outcomes: Outcome[], run: RunInfo): string {
   // Each side's best round: the one with the most requests per second.
   const best = (rounds: Round[]) => rounds.reduce((a, b) => (b.rps > a.rps ? b : a));
-  const all = outcomes.map((o) => ({ ...o, s: best(o.service), r: best(o.reference) }));
+  const all = outcomes.map((o) => ({
+    ...o,
+    s: best(o.service),
+    r: best(o.reference),
+    d: o.durable && best(o.durable),
+  }));
   const [onSqlite, onPg] = [all.filter((o) => !o.scenario.pgbench), all.filter((o) => o.scenario.pgbench)];
   const busy = Math.round(run.busy.share * 100);
   const flags = run.serviceFlags.join(' ');
@@ -85,16 +102,23 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Linux ${release()}, Node ${process.versions.node}; ${busy} % of its CPU time in use by other work in the ${run.busy.seconds} s before the run (other work lowers both servers' numbers).`,
     `- Disk: fsync in the temporary folder takes ${ms(run.fsync[0])} (p50), ${ms(run.fsync[1])} (p99); every create waits for one, so create latencies cannot be lower.`,
     `- Service: \`${run.command} --db <temporary SQLite file> --port <free port>\`${flags ? ` \`${flags}\`` : ''}, the executable as installed (its first line starts \`node ${run.nodeFlags.join(' ')}\`), no other Node flags${flags ? ', plus those flags' : ', every other setting at its default'}, stdout and stderr to a file.`,
-    `- Baseline: in-memory Fastify with the same routes, bearer check and JSON; no storage, no logging; the same Node flags.`,
+    `- Durable reference (bench/durable.ts, the store's ceiling): Fastify on SQLite with the same routes, bearer check, JSON, keyset cursors and 409s; every 2xx write fsynced in the WAL (synchronous=FULL) before its answer, with group commit, and each owner's first page kept until it writes; no logging; the same Node flags.`,
+    `- In-memory baseline (bench/baseline.ts, the HTTP ceiling): the same routes, bearer check and JSON; no storage, no logging; the same Node flags.`,
     `- Load: ${run.method}.`,
     '',
   ];
-  if (onSqlite.length > 0) lines.push(...table(SQLITE_HEADER, onSqlite));
-  for (const { scenario: sc, r, minimal } of all) {
+  if (onSqlite.length > 0) lines.push(...SQLITE_HEADER, ...onSqlite.map(sqliteRow), '');
+  for (const { scenario: sc, r, d, minimal, naive } of all) {
     const m = minimal && best(minimal);
     if (m)
       lines.push(
-        `${sc.name}: a minimal Fastify server (bench/minimal.ts: the list alone, bearer check, schema-serialized array, Link) on the same core: ${int(m.rps)} req/s, ${cpu(m)} µs CPU/req, p99 ${ms(m.p99Ms)}; minimal / baseline = ${x(m.rps / r.rps)}.`,
+        `${sc.name}: a minimal Fastify server (bench/minimal.ts: the list alone, bearer check, schema-serialized array, Link) on the same core: ${int(m.rps)} req/s, ${cpu(m)} µs CPU/req, p99 ${ms(m.p99Ms)}; minimal / baseline = ${x(m.rps / r.rps)}${m.rps > r.rps * 1.05 ? ': **the baseline is slow**' : ''}.`,
+        '',
+      );
+    const n = naive && best(naive);
+    if (n && d)
+      lines.push(
+        `${sc.name}: the naive durable server (bench/durable.ts --naive: a transaction per write, no kept pages): ${int(n.rps)} req/s, ${cpu(n)} µs CPU/req, p99 ${ms(n.p99Ms)}; naive / durable = ${x(n.rps / d.rps)}${n.rps > d.rps * 1.05 ? ': **the durable reference is slow**' : ''}.`,
         '',
       );
   }
@@ -111,7 +135,10 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       `- Ceiling: pgbench \`-M prepared -j 1\` on the same table and with as many connections, running per transaction what a request needs of the database, on the load generator's CPU.`,
       "- CPU per request or transaction from /proc; PostgreSQL's counts all its processes.",
       '',
-      ...table(PG_HEADER, onPg),
+      PG_HEADER,
+      '|---|---|---|---|---|---|---|---|---|',
+      ...onPg.map(pgRow),
+      '',
     );
   // A quarter of all CPU time (half a core of two) taken by something else.
   if (run.busy.share > 0.25)
@@ -128,7 +155,9 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
     '',
     `Service log: ${int(logged)} bytes for ${int(served)} requests (${(logged / Math.max(1, served)).toFixed(1)} bytes per request).`,
   );
-  const errors = outcomes.map((o) => [o.scenario.name, total('errors', o.service, o.reference)] as const);
+  const errors = outcomes.map(
+    (o) => [o.scenario.name, total('errors', o.service, o.reference, o.durable ?? [])] as const,
+  );
   const failed = errors.filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`);
   if (failed.length > 0) lines.push('', `Errors (non-2xx, socket errors, timeouts): ${failed.join(', ')}.`);
   return `${lines.join('\n')}\n`;

@@ -1,6 +1,7 @@
 // npm run bench [-- options] [-- extra service flags]
-// The service started as its installed executable (`plant-store serve`), next to an in-memory baseline (or on
-// PostgreSQL, next to pgbench), under the same load, in alternating rounds.
+// The service started as its installed executable (`plant-store serve`), next to a durable SQLite reference (the
+// store's ceiling) and an in-memory baseline (the HTTP ceiling), or on PostgreSQL next to pgbench, under the same load,
+// in alternating rounds.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -139,19 +140,28 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const service = await serve('service', port, [...exe, ...flags], pg?.cpu);
     const tokensFile = join(dir, 'tokens');
     fs.writeFileSync(tokensFile, tokens.join('\n'));
-    const inMemory = async (name: string) => {
-      const [memPort, script] = [await freePort(), here(`./${name}.js`)];
-      const args = [process.execPath, ...nodeFlags, script, String(memPort), String(s.rowsPerOwner), tokensFile];
-      return serve(name, memPort, args);
+    /** A reference server of bench/: in memory, or durable on a SQLite file of its own. */
+    const reference = async (name: string, script: string, ...extra: string[]) => {
+      const refPort = await freePort();
+      const args = [process.execPath, ...nodeFlags, here(`./${script}.js`), String(refPort), String(s.rowsPerOwner)];
+      return serve(name, refPort, [...args, tokensFile, ...extra]);
     };
+    const durable = (name: string, ...extra: string[]) =>
+      reference(name, 'durable', join(dir, `${s.name}-${name}.db`), ...extra);
     const sides = [
       pg
         ? { name: 'pgbench', round: (secs: number) => pgbench(pg, s.pgbench!, connections, secs, dir) }
-        : { name: 'baseline', round: await inMemory('baseline') },
+        : { name: 'baseline', round: await reference('baseline', 'baseline') },
       { name: 'service', round: service },
-      // The list scenario also shows that the baseline is not slower than the smallest server doing the same.
-      ...(s.name === 'list' ? [{ name: 'minimal', round: await inMemory('minimal') }] : []),
+      ...(pg ? [] : [{ name: 'durable', round: await durable('durable') }]),
+      // The list scenario also shows that the baseline is not slower than the smallest server doing the same, and
+      // list and create that the durable reference is not slower than its obvious version.
+      ...(s.name === 'list' ? [{ name: 'minimal', round: await reference('minimal', 'minimal') }] : []),
+      ...(s.name === 'list' || s.name === 'create'
+        ? [{ name: 'naive', round: await durable('naive', '--naive') }]
+        : []),
     ].map((side) => ({ ...side, rounds: [] as Round[] }));
+    const roundsOf = (name: string) => sides.find((side) => side.name === name)?.rounds;
     if (warmup > 0) for (const side of sides) await side.round(warmup);
     for (let i = 0; i < rounds; i++)
       for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
@@ -159,7 +169,15 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         console.log(roundLine(side.name, side.rounds.at(-1)!));
       }
     const logBytes = fs.statSync(join(dir, `${s.name}-service.log`)).size;
-    return { scenario: s, reference: sides[0]!.rounds, service: sides[1]!.rounds, minimal: sides[2]?.rounds, logBytes };
+    return {
+      scenario: s,
+      reference: sides[0]!.rounds,
+      service: sides[1]!.rounds,
+      durable: roundsOf('durable'),
+      minimal: roundsOf('minimal'),
+      naive: roundsOf('naive'),
+      logBytes,
+    };
   } finally {
     for (const undo of cleanup.reverse()) await undo();
   }

@@ -1,7 +1,7 @@
 // docs/reference/configuration.md, written from the settings table in
-// src/config.ts: `npm run docs:config` writes it, and a test fails when the
+// src/config/settings.ts: `npm run docs:config` writes it, and a test fails when the
 // page and the table differ.
-import { SETTINGS, SETTING_GROUPS, settingSpec, type SettingGroup, type SettingName } from '../src/config.js';
+import { SETTINGS, SETTING_GROUPS, isSwitch, settingSpec, type SettingGroup, type SettingName } from '../src/config.js';
 
 export const CONFIG_PAGE = 'docs/reference/configuration.md';
 
@@ -21,7 +21,7 @@ const cell = (text: string) => text.replace(/\|/g, '\\|');
 function row(name: SettingName): string {
   const s = settingSpec(name);
   const env = s.fallbackEnv ? `${code(s.env)}, or ${code(s.fallbackEnv)}` : code(s.env);
-  const value = s.kind === 'bool' ? '(a switch)' : code(s.arg);
+  const value = isSwitch(name) ? '(a switch)' : code(s.arg);
   return `| ${code(`--${name}`)} | ${env} | ${code(s.default)} | ${value} | ${cell(s.help)} |`;
 }
 

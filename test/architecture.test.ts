@@ -11,19 +11,19 @@ const SRC = join(ROOT, 'src');
 // The client's own package; src/client re-exports it as plant-store/client.
 const CLIENT_PACKAGE = join(ROOT, 'packages', 'client', 'src');
 
-// Lowest first. A top-level folder of src/ (or a file directly in it) not
-// listed here fails the test, so a new layer has to be placed on purpose.
-const LAYERS: readonly (readonly string[])[] = [
-  ['schemas'],
-  ['config.ts', 'db-url.ts'],
-  ['metrics'],
-  ['store'],
-  ['http'],
-  ['auth'],
-  ['routes', 'plugins', 'outbox', 'backup'],
-  ['app'],
-  ['cli'],
-];
+// Lowest first, as the layer table of ARCHITECTURE.md lists them: a row
+// "| 1 | `config.ts`, `config/` | ..." puts those files and folders in layer 1.
+// A top-level folder of src/ (or a file directly in it) not listed there fails
+// the test, so a new layer has to be placed on purpose, and the map kept true.
+function layersOfArchitecture(): string[][] {
+  const text = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const layers: string[][] = [];
+  for (const m of text.matchAll(/^\| (\d+) \| ([^|]+) \|/gm)) {
+    layers[Number(m[1])] = [...m[2]!.matchAll(/`([^`]+)`/g)].map((n) => n[1]!.replace(/\/$/, ''));
+  }
+  return layers;
+}
+const LAYERS: readonly (readonly string[])[] = layersOfArchitecture();
 // The client runs in browsers too: it may import only itself, and schemas for their types.
 const CLIENT = 'client';
 
@@ -65,6 +65,12 @@ describe('architecture', () => {
 
   it('finds the source tree', () => {
     assert.ok(files.length > 20, `only ${files.length} files under ${SRC}`);
+  });
+
+  it('reads every layer from ARCHITECTURE.md', () => {
+    assert.ok(LAYERS.length >= 9, `${LAYERS.length} layers`);
+    for (const [index, layer] of LAYERS.entries()) assert.ok(layer && layer.length > 0, `layer ${index} is empty`);
+    assert.ok(LAYERS[1]!.includes('config'), LAYERS[1]!.join(', '));
   });
 
   it('imports only point down the layers', () => {

@@ -72,7 +72,7 @@ describe('serve --help', () => {
     for (const [name, s] of Object.entries(SETTINGS)) {
       const flagLines = lines.filter((l) => l.startsWith(`  --${name} `) || l === `  --${name}`);
       assert.equal(flagLines.length, 1, `--${name} once`);
-      if (s.kind !== 'bool') assert.ok(flagLines[0]!.startsWith(`  --${name} ${s.arg}`), flagLines[0]);
+      if (s.arg !== '') assert.ok(flagLines[0]!.startsWith(`  --${name} ${s.arg}`), flagLines[0]);
     }
     for (const placeholder of ['N', 'BYTES', 'MS', 'URL']) assert.match(r.stdout, new RegExp(` ${placeholder}\\b`));
   });

@@ -5,6 +5,7 @@ import {
   ConfigError,
   SETTINGS,
   SETTING_GROUPS,
+  isSwitch,
   loadConfig,
   nearest,
   parseConfigFile,
@@ -159,7 +160,7 @@ export function helpText(cmd: Command): string {
       .filter((name) => SETTINGS[name].group === group)
       .map((name): [string, string] => {
         const s = settingSpec(name);
-        return [s.kind === 'bool' ? `--${name}` : `--${name} ${s.arg}`, `${s.help} ${settingFootnote(name)}`];
+        return [isSwitch(name) ? `--${name}` : `--${name} ${s.arg}`, `${s.help} ${settingFootnote(name)}`];
       }),
   })).filter((g) => g.rows.length > 0);
   const common: [string, string][] = [
@@ -202,8 +203,7 @@ function usageProblem(error: Error & { code?: string }, known: readonly string[]
 export function parseCommandArgs(cmd: Command, argv: string[]) {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   if (cmd.settings.length > 0) options.config = { type: 'string' };
-  for (const name of commandSettings(cmd))
-    options[name] = { type: SETTINGS[name].kind === 'bool' ? 'boolean' : 'string' };
+  for (const name of commandSettings(cmd)) options[name] = { type: isSwitch(name) ? 'boolean' : 'string' };
   for (const [name, f] of Object.entries(cmd.flags ?? {}))
     options[name] = { type: f.type, multiple: f.multiple ?? false };
   try {

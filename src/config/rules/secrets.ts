@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../schema.js';
+import type { Rule } from '../rule.js';
+import { SETTINGS } from '../settings.js';
+import { isRedisUrl } from '../text.js';
+
+/** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
+const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);
+
+/**
+ * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
+ * that its password is not on the command line, where every user of the
+ * machine can read it (ps). Which flags still carry one there is noted for
+ * the start-up warning.
+ */
+export const urlFilesRule: Rule = {
+  about: 'URLs read from --db-file and --redis-url-file, and passwords on the command line',
+  check(config, { source, label }) {
+    for (const [fileKey, key] of [
+      ['dbFile', 'db'],
+      ['redisUrlFile', 'redis'],
+    ] as const) {
+      const path = config[fileKey];
+      if (path === undefined) continue;
+      if (source(key) !== 'default') throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8').trim();
+      } catch (error) {
+        throw new ConfigError(
+          `${label(fileKey)}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
+      }
+      if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
+      if (key === 'redis' && !isRedisUrl(text))
+        throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
+      config[key] = text;
+    }
+    const inArgv = (['db', 'redis'] as const).filter((key) => {
+      const value = config[key];
+      return source(key) === 'flag' && typeof value === 'string' && hasPassword(value);
+    });
+    if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((key) => `--${key}`);
+  },
+};
+
+// Where the URL of each flag in passwordsInArgv is better given.
+const PASSWORD_ELSEWHERE: Record<string, string> = {
+  '--db': `${SETTINGS.db.env} or ${SETTINGS.db.fallbackEnv}, or in a file named by --db-file (PGPASSWORD and PGPASSFILE work too)`,
+  '--redis': `${SETTINGS.redis.env}, or in a file named by --redis-url-file`,
+};
+
+/** The start-up warning for config.passwordsInArgv: each flag that carries a password, and where to give its URL instead. */
+export function argvPasswordWarning(flags: readonly string[]): string {
+  const advice =
+    flags.length === 1
+      ? `give it in ${PASSWORD_ELSEWHERE[flags[0]!]}`
+      : `give the URL of ${flags.map((flag) => `${flag} in ${PASSWORD_ELSEWHERE[flag]}`).join(', and that of ')}`;
+  return (
+    `${flags.join(' and ')} ${flags.length > 1 ? 'carry' : 'carries'} a password on the command line, ` +
+    `where every user of this machine can read it (ps); ${advice}`
+  );
+}
