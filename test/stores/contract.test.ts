@@ -1,0 +1,218 @@
+// The PlantStore / TokenStore contract, run against every store.
+import assert from 'node:assert/strict';
+import { before, it } from '../helpers/requirements.js';
+import { hashToken, InvalidExpiryError, issueFirstToken, issueToken } from '../../src/auth/tokens.js';
+import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.js';
+import {
+  InvalidCursorError,
+  StoreUnavailableError,
+  type PlantRecord,
+  type PlantStore,
+  type Store,
+} from '../../src/store/store.js';
+import { describeEachStore, describeOnStore, type StoreFixture } from '../helpers/stores.js';
+import { listPlants } from '../helpers/list-plants.js';
+
+async function listAll(plants: PlantStore, owner: string, pageSize: number): Promise<PlantRecord[]> {
+  const all: PlantRecord[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 10_000; pages++) {
+    const page = await listPlants(plants, owner, pageSize, cursor);
+    all.push(...page.plants);
+    if (page.next === undefined) return all;
+    cursor = page.next;
+  }
+  throw new Error('paging did not end');
+}
+
+// Each test and hook fails after this rather than hanging (a migration lock
+// left on a pooled connection once made a start wait for an hour).
+const TIMEOUT = 30_000;
+
+// Also through PgBouncer in transaction pooling mode, where every statement
+// may run on another server connection.
+const describeContract = (title: string, body: (fx: StoreFixture) => void) =>
+  describeEachStore(title, body, ['sqlite', 'postgres', 'pgbouncer']);
+
+describeContract('store contract', (fx) => {
+  let store: Store;
+  before(
+    async () => {
+      store = await fx.open();
+    },
+    { timeout: TIMEOUT },
+  );
+
+  it('creates, replays identical content and reports conflicts', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    assert.equal(await p.create('alice', { id: 1n, name: 'fern', tag: 'green' }), 'created');
+    assert.equal(await p.create('alice', { id: 1n, name: 'fern', tag: 'green' }), 'replayed');
+    assert.equal(await p.create('alice', { id: 1n, name: 'fern', tag: 'blue' }), 'conflict');
+    assert.equal(await p.create('alice', { id: 1n, name: 'fern' }), 'conflict');
+    assert.equal(await p.create('alice', { id: 2n, name: 'moss' }), 'created');
+    assert.equal(await p.create('alice', { id: 2n, name: 'moss', tag: '' }), 'conflict');
+    assert.equal(await p.create('alice', { id: 2n, name: 'moss' }), 'replayed');
+    assert.deepEqual(await listAll(p, 'alice', 10), [{ name: 'fern', tag: 'green' }, { name: 'moss' }]);
+  });
+
+  it('keeps int64 ids exact, including both extremes and neighbours past 2^53', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    const ids = [INT64_MIN, INT64_MAX, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n];
+    for (const id of ids) assert.equal(await p.create('int64', { id, name: `n${id}` }), 'created');
+    for (const id of ids) assert.equal(await p.create('int64', { id, name: `n${id}` }), 'replayed');
+    assert.deepEqual(
+      (await listAll(p, 'int64', 100)).map((x) => x.name),
+      ids.map((id) => `n${id}`),
+    );
+    assert.equal(await p.delete('int64', 2n ** 53n + 1n), true);
+    assert.equal(await p.delete('int64', 2n ** 53n + 1n), false);
+    assert.equal(await p.create('int64', { id: 2n ** 53n, name: `n${2n ** 53n}` }), 'replayed');
+    assert.equal(await p.delete('int64', INT64_MIN), true);
+    assert.equal(await p.delete('int64', INT64_MAX), true);
+  });
+
+  it('isolates owners: same id for two owners, no cross-owner list or delete', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    assert.equal(await p.create('o1', { id: 7n, name: 'one' }), 'created');
+    assert.equal(await p.create('o2', { id: 7n, name: 'two' }), 'created');
+    assert.deepEqual(await listAll(p, 'o1', 10), [{ name: 'one' }]);
+    assert.deepEqual(await listAll(p, 'o2', 10), [{ name: 'two' }]);
+    assert.equal(await p.delete('o1', 8n), false);
+    assert.equal(await p.delete('o2', 7n), true);
+    assert.deepEqual(await listAll(p, 'o1', 10), [{ name: 'one' }]);
+    assert.deepEqual(await listAll(p, 'o2', 10), []);
+  });
+
+  it('pages in insertion order through opaque cursors, each plant exactly once', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    const names = Array.from({ length: 53 }, (_, i) => `p${i}`);
+    // Ids deliberately out of order: pages follow insertion, not id order.
+    for (const [i, name] of names.entries()) await p.create('pager', { id: BigInt((i * 37) % 53) - 20n, name });
+    for (const size of [1, 5, 52, 53, 54]) {
+      assert.deepEqual(
+        (await listAll(p, 'pager', size)).map((x) => x.name),
+        names,
+        `page size ${size}`,
+      );
+    }
+    const first = await listPlants(p, 'pager', 53);
+    assert.equal(first.next, undefined, 'no next page when everything fit');
+  });
+
+  it('keeps paging stable while plants are inserted and deleted', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    for (let i = 0; i < 30; i++) await p.create('stable', { id: BigInt(i), name: `s${i}` });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let round = 0;
+    do {
+      const page = await listPlants(p, 'stable', 7, cursor);
+      seen.push(...page.plants.map((x) => x.name));
+      cursor = page.next;
+      // Delete a plant already seen and add a new one at the end.
+      await p.delete('stable', BigInt(round));
+      await p.create('stable', { id: 1000n + BigInt(round), name: `new${round}` });
+      round++;
+    } while (cursor !== undefined && round < 50);
+    const original = Array.from({ length: 30 }, (_, i) => `s${i}`);
+    assert.deepEqual(seen.slice(0, 30), original, 'every original plant once, in order');
+    assert.equal(new Set(seen).size, seen.length, 'no repeats');
+  });
+
+  it('rejects cursors it did not issue', { timeout: TIMEOUT }, async () => {
+    for (const bad of ['zzz', '', 'AAAA', Buffer.from('s-1').toString('base64url'), 'czE=', 'x'.repeat(300)]) {
+      await assert.rejects(listPlants(store.plants, 'x', 5, bad), InvalidCursorError, `cursor ${JSON.stringify(bad)}`);
+    }
+  });
+
+  it('answers concurrent duplicate creates of one id with one row', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => p.create('dup', { id: 42n, name: 'same' })));
+    assert.equal(outcomes.filter((o) => o === 'created').length, 1);
+    assert.equal(outcomes.filter((o) => o === 'replayed').length, 19);
+    assert.deepEqual(await listAll(p, 'dup', 100), [{ name: 'same' }]);
+  });
+
+  it(
+    'stores tokens by hash, lists them without secrets, and revokes by id or token',
+    { timeout: TIMEOUT },
+    async () => {
+      const before = (await store.tokens.list()).length;
+      // A lifetime no date can hold would be stored as no expiry at all: refused before anything is written.
+      for (const expiresInMs of [Infinity, NaN, 9e15])
+        await assert.rejects(issueToken(store.tokens, { owner: 'alice', expiresInMs }), InvalidExpiryError);
+      assert.equal((await store.tokens.list()).length, before);
+      const a = await issueToken(store.tokens, { owner: 'alice', expiresInMs: 60_000 });
+      const b = await issueToken(store.tokens, { owner: 'bob', scopes: ['plants:read'] });
+      assert.equal((await store.tokens.list()).length, before + 2);
+      const found = await store.tokens.findByHash(hashToken(a.token));
+      assert.equal(found?.owner, 'alice');
+      assert.deepEqual(found?.scopes, ['plants:read', 'plants:write']);
+      assert.ok(found?.expiresAt && Math.abs(found.expiresAt.getTime() - a.record.expiresAt!.getTime()) < 1000);
+      assert.equal(await store.tokens.findByHash(hashToken(a.token + 'x')), undefined);
+      assert.deepEqual((await store.tokens.findByHash(hashToken(b.token)))?.scopes, ['plants:read']);
+      const listed = await store.tokens.list();
+      assert.ok(listed.some((t) => t.id === a.record.id) && listed.some((t) => t.id === b.record.id));
+      assert.ok(!JSON.stringify(listed).includes(a.token));
+
+      assert.equal(await store.tokens.revoke(a.record.id, new Date()), true);
+      assert.ok((await store.tokens.findByHash(hashToken(a.token)))?.revokedAt);
+      assert.equal(await store.tokens.revoke(hashToken(b.token), new Date()), true);
+      assert.ok((await store.tokens.findByHash(hashToken(b.token)))?.revokedAt);
+      assert.equal(await store.tokens.revoke('tok_nope', new Date()), false);
+    },
+  );
+
+  it('bulk-inserts plants of one owner in order, skipping ids the owner has', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    await p.create('bulk', { id: 2n, name: 'kept' });
+    const stored = await p.insertMany('bulk', [
+      { id: 1n, name: 'one' },
+      { id: 2n, name: 'ignored' },
+      { id: -(2n ** 63n), name: 'min', tag: 't' },
+    ]);
+    assert.equal(stored, 2);
+    assert.deepEqual(await listAll(p, 'bulk', 2), [{ name: 'kept' }, { name: 'one' }, { name: 'min', tag: 't' }]);
+    assert.equal(await p.delete('bulk', -(2n ** 63n)), true);
+  });
+
+  it('answers ping while open, and refuses it as unavailable once closed', { timeout: TIMEOUT }, async () => {
+    await store.ping();
+    const closing = await fx.open();
+    await closing.ping();
+    await closing.close();
+    await assert.rejects(closing.ping(), StoreUnavailableError);
+    await store.ping(); // another store on the same database is not affected
+  });
+});
+
+describeContract('first token', (fx) => {
+  it('is created once when several servers race on an empty store', { timeout: TIMEOUT }, async () => {
+    // Two stores = two connections (or pools), as two server processes would have.
+    const [a, b] = [await fx.open(), await fx.open()];
+    const issued = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => issueFirstToken((i % 2 ? a : b).tokens, { owner: 'admin' })),
+    );
+    assert.equal(issued.filter((t) => t !== undefined).length, 1);
+    assert.equal((await a.tokens.list()).length, 1);
+    assert.equal(await issueFirstToken(b.tokens, { owner: 'admin' }), undefined);
+  });
+});
+
+describeOnStore('sqlite', 'SQLite cursors', (fx) => {
+  it('work only for the owner they were issued to and do not show the row number', { timeout: TIMEOUT }, async () => {
+    const store = await fx.open();
+    for (let i = 1n; i <= 3n; i++) {
+      await store.plants.create('alice', { id: i, name: `a${i}` });
+      await store.plants.create('bob', { id: i, name: `b${i}` });
+    }
+    const page = await listPlants(store.plants, 'alice', 1);
+    assert.ok(page.next);
+    assert.doesNotMatch(Buffer.from(page.next, 'base64url').toString('latin1'), /^s?\d+$/);
+    assert.deepEqual((await listPlants(store.plants, 'alice', 5, page.next)).plants, [{ name: 'a2' }, { name: 'a3' }]);
+    await assert.rejects(listPlants(store.plants, 'bob', 5, page.next), InvalidCursorError);
+    // Another connection (another process) reads the same key from the file.
+    const other = await fx.open();
+    assert.deepEqual((await listPlants(other.plants, 'alice', 5, page.next)).plants, [{ name: 'a2' }, { name: 'a3' }]);
+  });
+});
