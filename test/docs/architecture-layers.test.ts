@@ -138,3 +138,35 @@ describe('architecture', () => {
     assert.deepEqual(wrong, []);
   });
 });
+
+// The folders of test/, as the table under "## Tests" in ARCHITECTURE.md lists them.
+function testFoldersOfArchitecture(): string[] {
+  const text = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const section = text.split(/^## /m).find((s) => s.startsWith('Tests\n')) ?? '';
+  return [...section.matchAll(/^\| `([a-z0-9-]+)\/` \|/gm)].map((m) => m[1]!);
+}
+
+describe('test folders', () => {
+  const TEST = join(ROOT, 'test');
+
+  it('are the folders ARCHITECTURE.md lists, and every test file is in one', () => {
+    const listed = testFoldersOfArchitecture();
+    assert.ok(listed.length >= 10, `only ${listed.length} test folders in ARCHITECTURE.md`);
+    const folders = readdirSync(TEST, { withFileTypes: true }).filter((e) => e.isDirectory());
+    assert.deepEqual(folders.map((e) => e.name).sort(), [...listed].sort());
+    const loose = readdirSync(TEST).filter((name) => name.endsWith('.ts'));
+    assert.deepEqual(loose, [], 'test files at the top of test/ belong in a feature folder');
+  });
+
+  it('import no other test file, except the slow checks (each in a process of its own)', () => {
+    const imported: string[] = [];
+    for (const file of sourceFiles(TEST)) {
+      if (relative(TEST, file).startsWith(`slow${sep}`)) continue;
+      for (const { specifier } of importsOf(file)) {
+        if (specifier.startsWith('.') && specifier.endsWith('.test.js'))
+          imported.push(`${relative(ROOT, file)} imports ${specifier}`);
+      }
+    }
+    assert.deepEqual(imported, []);
+  });
+});
