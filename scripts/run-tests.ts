@@ -50,6 +50,31 @@ export function groupsOf(files: string[], size: number): string[][] {
   return groups;
 }
 
+/**
+ * The module that runs `files` in one process. Its first test holds the
+ * others back until every file is imported: without it, the tests of the
+ * first files would run while a later one still awaits its top-level work
+ * (a requirement probe), and the process's root-level after() hooks (which
+ * remove scratch folders, stop leftover servers) would run before the later
+ * files' tests. An import that throws fails that test, naming the file.
+ */
+export function groupEntry(files: string[]): string {
+  const names = files.map((f) => relative(resolve('dist/test'), f));
+  return `import { test } from 'node:test';
+let loaded;
+let failed;
+const loading = new Promise((resolve, reject) => ((loaded = resolve), (failed = reject)));
+test(${JSON.stringify(`imports ${names.join(', ')}`)}, () => loading);
+let file = '';
+try {
+${files.map((f) => `  file = ${JSON.stringify(relative(resolve('dist/test'), f))};\n  await import(${JSON.stringify(pathToFileURL(f).href)});`).join('\n')}
+  loaded();
+} catch (error) {
+  failed(new Error(\`\${file} failed to load\`, { cause: error }));
+}
+`;
+}
+
 function main(argv: string[]): void {
   const flags = argv.filter((a) => a.startsWith('--') && a !== '--isolated');
   const paths = argv.filter((a) => !a.startsWith('--'));
@@ -70,8 +95,7 @@ function main(argv: string[]): void {
         dir,
         `${String(i + 1).padStart(2, '0')}-${first.replaceAll(sep, '-')}-and-${group.length - 1}-more.js`,
       );
-      const imports = group.map((f) => `await import(${JSON.stringify(pathToFileURL(resolve(f)).href)});`);
-      writeFileSync(entry, `${imports.join('\n')}\n`);
+      writeFileSync(entry, groupEntry(group.map((f) => resolve(f))));
       return entry;
     });
   }
