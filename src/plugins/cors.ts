@@ -23,10 +23,12 @@ export async function registerCors(app: FastifyInstance, { origin }: CorsOptions
   const allowed: FastifyCorsOptions = {
     origin: origin === '*' ? '*' : origin.split(',').map((o) => o.trim()),
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-    // Link carries the next page; the others explain an answer (a 429 says when to retry).
+    // If-None-Match: a page revalidates what it read before (conditional GET).
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'If-None-Match'],
+    // Link carries the next page, ETag the tag to revalidate with; the others explain an answer (a 429 says when to retry).
     exposedHeaders: [
       'Link',
+      'ETag',
       'X-Request-Id',
       'WWW-Authenticate',
       'Allow',

@@ -50,6 +50,42 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
         function openapiJsonUrl() {
           return { statePlugins: { spec: { wrapSelectors: { url: () => () => '/openapi.json' } } } };
         },
+        // The live event stream never ends, so "Execute" would show LOADING
+        // for good: in its place, the operation says so and gives the curl
+        // line that shows the stream. (Elements only: the page's policy
+        // allows no inline style.)
+        function streamOperationNote(system: unknown) {
+          type Element = unknown;
+          const { createElement } = (
+            system as { React: { createElement: (type: unknown, props: object, ...children: unknown[]) => Element } }
+          ).React;
+          return {
+            wrapComponents: {
+              execute:
+                (Original: unknown) =>
+                (props: { path?: string; method?: string }): Element => {
+                  if (props.path !== '/plants/events' || props.method !== 'get') return createElement(Original, props);
+                  const { origin } = (globalThis as unknown as { location: { origin: string } }).location;
+                  const url = `${origin}/plants/events`;
+                  return createElement(
+                    'div',
+                    { className: 'plants-stream-note opblock-description-wrapper' },
+                    createElement(
+                      'p',
+                      {},
+                      'This page cannot show a stream: the answer never ends, so it would wait for good. ' +
+                        'Watch it from a terminal instead (TOKEN is a token with the plants:read scope):',
+                    ),
+                    createElement(
+                      'pre',
+                      { className: 'plants-stream-curl' },
+                      `curl -N -H "Accept: text/event-stream" -H "Authorization: Bearer $TOKEN" ${url}`,
+                    ),
+                  );
+                },
+            },
+          };
+        },
       ],
     },
     validatorUrl: false,

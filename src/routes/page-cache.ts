@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { entityTag } from '../http/etag.js';
 import type { ChangeVersion, JsonPage, PlantStore } from '../store/store.js';
 
 export interface PageEntry {
@@ -9,6 +10,8 @@ export interface PageEntry {
   link: string | undefined;
   /** Where the page lies in the list (JsonPage.span): deletions outside it leave it as it is. */
   span?: JsonPage['span'];
+  /** The page's entity tag, a digest of its body and Link made once when it is read and reused with it. */
+  etag: string;
 }
 
 /** Whether a page read at `entry.read` is still what the store would answer at `version` (see ChangeVersion). */
@@ -47,8 +50,8 @@ export class PageCache {
   }
 }
 
-/** A list page as it goes out: the serialized body and the Link header, if more plants remain. */
-export type ListedPage = Pick<PageEntry, 'body' | 'link'>;
+/** A list page as it goes out: the serialized body, the Link header if more plants remain, and the ETag. */
+export type ListedPage = Pick<PageEntry, 'body' | 'link' | 'etag'>;
 
 // Pages asked for by cursor are kept only when asked for a second time: a
 // client walking the whole list asks for each page once, and would otherwise
@@ -74,27 +77,41 @@ export class ListPages {
     this.#changeEpoch = cacheBytes > 0 ? plants.changeEpoch?.bind(plants) : undefined;
   }
 
-  /** A page reused from memory comes back as it is, without a promise: most list requests are answered so. */
-  page(owner: string, limit: number, cursor: string | undefined): ListedPage | Promise<ListedPage> {
+  /**
+   * A page reused from memory comes back as it is, without a promise: most
+   * list requests are answered so. With `tag`, a page of the owner's plants
+   * with that tag, kept under a key of its own.
+   */
+  page(owner: string, limit: number, cursor: string | undefined, tag?: string): ListedPage | Promise<ListedPage> {
     const version = this.#changeEpoch?.(owner);
-    const key = version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}`;
+    // Owners hold no newline and cursors are base64url, so the first three
+    // fields are unambiguous, and a key with a tag (a fourth) is never one without.
+    const key =
+      version === undefined ? undefined : `${owner}\n${limit}\n${cursor ?? ''}${tag === undefined ? '' : `\n${tag}`}`;
     const hit = key === undefined ? undefined : this.#cache.get(key, version!);
     if (hit !== undefined) return hit;
-    return this.#read(owner, limit, cursor, key, version);
+    return this.#read(owner, limit, cursor, tag, key, version);
   }
 
   async #read(
     owner: string,
     limit: number,
     cursor: string | undefined,
+    tag: string | undefined,
     key: string | undefined,
     version: ChangeVersion | undefined,
   ): Promise<ListedPage> {
     // Read now: the store updates the version in place.
     const read = version?.appended ?? 0;
-    const page = await this.plants.page(owner, limit, cursor);
-    const link = page.next === undefined ? undefined : `</plants?limit=${limit}&cursor=${page.next}>; rel="next"`;
-    const entry: PageEntry = { read, body: page.body, link, span: page.span };
+    const page = await this.plants.page(owner, limit, cursor, tag === undefined ? undefined : { tag });
+    const link = page.next === undefined ? undefined : `<${nextUrl(limit, page.next, tag)}>; rel="next"`;
+    const entry: PageEntry = {
+      read,
+      body: page.body,
+      link,
+      span: page.span,
+      etag: entityTag(page.body, link ?? ''),
+    };
     if (key !== undefined && this.#admit(key, cursor)) this.#cache.set(key, entry);
     return entry;
   }
@@ -104,4 +121,11 @@ export class ListPages {
     this.#seenOnce.set(key, true);
     return false;
   }
+}
+
+/** The URL of the next page: the same list (the tag, when filtered) and limit, after `cursor`. */
+function nextUrl(limit: number, cursor: string, tag: string | undefined): string {
+  return tag === undefined
+    ? `/plants?limit=${limit}&cursor=${cursor}`
+    : `/plants?limit=${limit}&tag=${encodeURIComponent(tag)}&cursor=${cursor}`;
 }

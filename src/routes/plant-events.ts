@@ -35,6 +35,8 @@ const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of th
 
 \`data\` is the webhook payload (PlantCreatedEvent or PlantDeletedEvent). Lines starting with \`:\` are keep-alive comments. Two other events may come: \`reset\` (the Last-Event-ID sent is no longer kept: list the plants again; its id is where the stream goes on from) and \`overflow\` (the client read too slowly and the stream ends: reconnect with Last-Event-ID).`;
 
+const BAD_LAST_EVENT_ID = 'Last-Event-ID must be an event id received from this stream';
+
 export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, { feed, authenticate }) => {
   app.get<{ Headers: EventHeaders }>(
     '/plants/events',
@@ -54,7 +56,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
             description: STREAM_DESCRIPTION,
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
-          ...errorResponses(400, 401, 403, 406, 429, 500, 503),
+          ...errorResponses([400, BAD_LAST_EVENT_ID], 401, 403, 406, 429, 500, 503),
         },
       },
     },
@@ -68,7 +70,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
       const raw = request.headers['last-event-id'];
       const lastEventId = raw === undefined ? undefined : parseInt64Text(raw);
       if (raw !== undefined && (lastEventId === undefined || lastEventId < 0n || lastEventId > INT64_MAX))
-        throw errors.badRequest('Last-Event-ID must be an event id received from this stream');
+        throw errors.badRequest(BAD_LAST_EVENT_ID);
       // HEAD gets the stream's headers and no stream: it would never end, and would hold one of the owner's streams.
       if (request.method === 'HEAD') return reply.type(STREAM_TYPE).send();
       const { owner } = request.principal;

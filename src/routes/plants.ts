@@ -1,8 +1,17 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../http/errors.js';
+import { entityTag, notModified } from '../http/etag.js';
 import type { Authenticate } from '../auth/bearer.js';
-import { ListQuery, NewPlant, NoQuery, Plant, PlantIdParams, PlantList } from '../schemas/plant.js';
+import {
+  ConditionalGetHeaders,
+  ListQuery,
+  NewPlant,
+  NoQuery,
+  Plant,
+  PlantIdParams,
+  PlantList,
+} from '../schemas/plant.js';
 import { errorResponses } from '../schemas/responses.js';
 import type { PlantStore } from '../store/store.js';
 import { ListPages, type ListedPage } from './page-cache.js';
@@ -20,11 +29,39 @@ export interface PlantRoutesOptions {
 }
 
 const security = [{ bearerAuth: [] }];
-const authErrors = [401, 403, 500, 503];
+const NEW_PLANT_EXAMPLE_ERROR = NewPlant.properties.name['x-error-message'] as string;
+const LIMIT_EXAMPLE_ERROR = ListQuery.properties.limit['x-error-message'] as string;
+/** The errors of the token check (its 403 naming `scope`), and those of the server. */
+const authErrors = (scope: 'plants:read' | 'plants:write') =>
+  [401, [403, `this token lacks the ${scope} scope`], 500, 503] as const;
 
-function sendPage(reply: FastifyReply, page: ListedPage): FastifyReply {
+const ETAG_HEADER = {
+  etag: {
+    type: 'string',
+    description:
+      'A strong entity tag of this answer (a digest of its body and Link). Send it back in If-None-Match: while ' +
+      'the answer is the same, the server answers 304 with no body; any write that changes the answer changes it.',
+  },
+} as const;
+
+/** The 304 of a conditional GET, as the OpenAPI document shows it. */
+const notModifiedResponse = Type.Null({
+  description:
+    'Not modified: If-None-Match named the current ETag (or was *). No body; the ETag is sent again. The token ' +
+    'is checked first, as for any request.',
+  headers: ETAG_HEADER,
+});
+
+/** An answer with its ETag, or 304 with no body when the request's If-None-Match names that tag. */
+function sendTagged(request: FastifyRequest, reply: FastifyReply, body: string, etag: string): FastifyReply {
+  void reply.header('etag', etag);
+  if (notModified(request.headers, etag)) return reply.code(304).send();
+  return reply.type('application/json; charset=utf-8').send(body);
+}
+
+function sendPage(request: FastifyRequest, reply: FastifyReply, page: ListedPage): FastifyReply {
   if (page.link !== undefined) void reply.header('link', page.link);
-  return reply.type('application/json; charset=utf-8').send(page.body);
+  return sendTagged(request, reply, page.body, page.etag);
 }
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
@@ -47,7 +84,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         body: NewPlant,
         response: {
           200: Type.Ref(Plant, { description: 'The stored plant' }),
-          ...errorResponses(400, 409, 413, 415, ...authErrors),
+          ...errorResponses([400, NEW_PLANT_EXAMPLE_ERROR], 409, 413, 415, ...authErrors('plants:write')),
         },
       },
     },
@@ -69,10 +106,11 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
       schema: {
         operationId: 'listPlants',
         summary: 'List plants',
-        description: `The caller's plants in insertion order, at most \`limit\` (default ${listDefaultLimit}, at most ${listMaxLimit}). When more remain, a \`Link: <...>; rel="next"\` header gives the URL of the next page. Needs the plants:read scope.`,
+        description: `The caller's plants in insertion order, at most \`limit\` (default ${listDefaultLimit}, at most ${listMaxLimit}). With \`tag\`, only the plants with exactly that tag. When more remain, a \`Link: <...>; rel="next"\` header gives the URL of the next page (of the same list: the tag is kept); a cursor works only in the list it came from. Each page carries an \`ETag\`: send it back in \`If-None-Match\`, and while the page is unchanged the answer is 304 with no body. Needs the plants:read scope.`,
         tags: ['plants'],
         security,
         querystring: ListQuery,
+        headers: ConditionalGetHeaders,
         response: {
           200: {
             ...PlantList,
@@ -82,17 +120,53 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
                 type: 'string',
                 description: 'Present when more plants remain: <URL of the next page>; rel="next"',
               },
+              ...ETAG_HEADER,
             },
           },
-          ...errorResponses(400, ...authErrors),
+          304: notModifiedResponse,
+          ...errorResponses([400, LIMIT_EXAMPLE_ERROR], ...authErrors('plants:read')),
         },
       },
     },
     (request, reply) => {
+      const { cursor, tag } = request.query;
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
       // The store writes the body as the 200 schema above would.
-      const page = pages.page(request.principal.owner, limit, request.query.cursor);
-      return page instanceof Promise ? page.then((p) => sendPage(reply, p)) : sendPage(reply, page);
+      const page = pages.page(request.principal.owner, limit, cursor, tag);
+      return page instanceof Promise ? page.then((p) => sendPage(request, reply, p)) : sendPage(request, reply, page);
+    },
+  );
+
+  app.get<{ Params: PlantIdParams }>(
+    '/plants/:id',
+    {
+      onRequest: authenticate('plants:read'),
+      schema: {
+        operationId: 'getPlant',
+        summary: 'Get a plant',
+        description:
+          "The caller's plant with this id: its name and tag. An id the caller does not have, including another owner's, is a 404. The answer carries an `ETag`: send it back in `If-None-Match`, and while the plant is unchanged the answer is 304 with no body. Needs the plants:read scope.",
+        tags: ['plants'],
+        security,
+        params: PlantIdParams,
+        querystring: NoQuery,
+        headers: ConditionalGetHeaders,
+        response: {
+          200: Type.Ref(Plant, { description: 'The plant', headers: ETAG_HEADER }),
+          304: notModifiedResponse,
+          ...errorResponses(400, 404, 414, ...authErrors('plants:read')),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const plant = await plants.get(request.principal.owner, id);
+      if (plant === undefined) throw errors.notFound(`no plant with id ${id}`);
+      // Written here as the 200 schema would (name, then tag when there is one), so the ETag is of these bytes.
+      const body = JSON.stringify(
+        plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag },
+      );
+      return sendTagged(request, reply, body, entityTag(body));
     },
   );
 
@@ -111,7 +185,7 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         querystring: NoQuery,
         response: {
           204: Type.Null({ description: 'Deleted; no body' }),
-          ...errorResponses(400, 404, 414, ...authErrors),
+          ...errorResponses(400, 404, 414, ...authErrors('plants:write')),
         },
       },
     },

@@ -88,6 +88,15 @@ export const ListQuery = Type.Object(
         'x-error-message': 'cursor must be a value taken from a Link rel="next" URL',
       }),
     ),
+    tag: Type.Optional(
+      Text({
+        minLength: 1,
+        maxLength: TAG_MAX_LENGTH,
+        description: `Only the plants with exactly this tag (1 to ${TAG_MAX_LENGTH} characters, compared exactly, case included)`,
+        examples: ['tropical'],
+        'x-error-message': `tag must be a string of 1 to ${TAG_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -109,3 +118,14 @@ export const PlantIdParams = Type.Object(
   { additionalProperties: false },
 );
 export type PlantIdParams = Static<typeof PlantIdParams>;
+
+/** The request headers of a conditional GET, as the OpenAPI document shows them (any value is accepted). */
+export const ConditionalGetHeaders = Type.Object({
+  'if-none-match': Type.Optional(
+    Type.String({
+      description:
+        'ETags from earlier answers, comma-separated, or *: when one is the current ETag, the answer is 304 with no body',
+      examples: ['"8sLZs8J404U17CNVtKJY1SigR_e"'],
+    }),
+  ),
+});

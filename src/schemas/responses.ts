@@ -16,6 +16,27 @@ const DESCRIPTIONS: Record<number, string> = {
   503: 'The store is unreachable or the server is shutting down',
 };
 
+// What each status answers, as the server words it: the example the
+// document shows (and /docs fills in) for an error. An operation can name its
+// own (its 400's field, its 403's scope). The OpenAPI tests check each example
+// against the messages the server really sends.
+const EXAMPLES: Record<number, string> = {
+  400: 'id must be an integer between -9223372036854775808 and 9223372036854775807',
+  401:
+    "authentication required: send an Authorization: Bearer <token> header (the server's operator creates tokens " +
+    'with: plant-store token create --owner NAME)',
+  403: 'this token lacks the plants:read scope',
+  404: 'no plant with id 9007199254740993',
+  406: 'this is a Server-Sent Events stream: send Accept: text/event-stream (the Accept header sent, "application/json", does not admit it)',
+  409: 'a plant with id 9007199254740993 already exists with a different name or tag',
+  413: 'request body is larger than the limit of 1048576 bytes',
+  414: 'the request URL is too long',
+  415: 'unsupported Content-Type "text/plain": send application/json (UTF-8)',
+  429: 'rate limit exceeded: each token owner may make 100 requests per minute; retry in 42 s',
+  500: 'internal server error',
+  503: 'the store is unavailable, try again shortly',
+};
+
 const HEADERS: Record<number, Record<string, { type: 'string'; description: string }>> = {
   401: {
     'www-authenticate': {
@@ -54,15 +75,35 @@ const OTHER_ERRORS =
   '500 on an unexpected error; ' +
   '503 while the server is shutting down, or when the request is not answered within the request timeout.';
 
-/** The `default` response of every operation in the OpenAPI document. */
-export const otherErrors = Type.Ref(ErrorBody, { description: OTHER_ERRORS });
+/**
+ * An error response entry: the one Error schema, with `example` beside it
+ * (in the media type, where @fastify/swagger keeps it: it drops the
+ * siblings of a $ref).
+ */
+function errorEntry(description: string, example: ErrorBody | undefined, headers?: Record<string, unknown>) {
+  return {
+    description,
+    ...(headers ? { headers } : {}),
+    content: { 'application/json': { schema: Type.Ref(ErrorBody), ...(example ? { example } : {}) } },
+  };
+}
 
-/** Response entries for the given error statuses, all pointing at the one Error schema. */
-export function errorResponses(...statuses: number[]): Record<number, unknown> {
+/** The `default` response of every operation in the OpenAPI document. */
+export const otherErrors = errorEntry(OTHER_ERRORS, { error: 503, message: 'the server is shutting down, try again' });
+
+/**
+ * Response entries for the given error statuses, all pointing at the one
+ * Error schema, each with its example: the status's usual message, or the
+ * one given with it (`[400, 'limit must be …']`).
+ */
+export function errorResponses(
+  ...statuses: (number | readonly [status: number, example: string])[]
+): Record<number, unknown> {
   return Object.fromEntries(
-    statuses.map((s) => [
-      s,
-      Type.Ref(ErrorBody, { description: DESCRIPTIONS[s] ?? 'Error', ...(HEADERS[s] ? { headers: HEADERS[s] } : {}) }),
-    ]),
+    statuses.map((entry) => {
+      const [s, message] = typeof entry === 'number' ? [entry, EXAMPLES[entry]] : entry;
+      const example = message === undefined ? undefined : { error: s, message };
+      return [s, errorEntry(DESCRIPTIONS[s] ?? 'Error', example, HEADERS[s])];
+    }),
   );
 }

@@ -50,13 +50,22 @@ export interface ChangeVersion {
   readonly deletions: readonly Deletion[];
 }
 
+/** Which of an owner's plants a list holds: all of them, or only those with this tag. */
+export interface PlantFilter {
+  tag: string;
+}
+
 export interface PlantStore {
   create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
   /**
    * A page of one owner's plants in insertion order, after `cursor` (an
    * opaque `next` from an earlier page), as the JSON body a response sends.
+   * With `filter`, only the plants with that tag; a cursor works only in
+   * the list (filtered the same way, or not at all) that issued it.
    */
-  page(owner: string, limit: number, cursor?: string): Promise<JsonPage>;
+  page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage>;
+  /** The owner's plant with this id, or undefined when the owner has none (another owner's is none too). */
+  get(owner: string, id: bigint): Promise<PlantRecord | undefined>;
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
   /**
@@ -316,7 +325,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Thrown by PlantStore.page for a cursor it did not issue (or issued to another owner). */
+/** Thrown by PlantStore.page for a cursor it did not issue (or issued to another owner, or for another filter). */
 export class InvalidCursorError extends Error {
   constructor() {
     super('cursor must be a value taken from a Link rel="next" URL');

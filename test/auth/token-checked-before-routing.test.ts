@@ -18,10 +18,10 @@ const PROBES: Probe[] = [
     message: 'PUT is not allowed on /plants; allowed: GET, HEAD, POST, OPTIONS',
   },
   {
-    method: 'GET',
+    method: 'PUT',
     url: '/plants/1',
     status: 405,
-    message: 'GET is not allowed on /plants/{id}; allowed: DELETE, OPTIONS',
+    message: 'PUT is not allowed on /plants/{id}; allowed: GET, HEAD, DELETE, OPTIONS',
   },
   {
     method: 'PATCH',

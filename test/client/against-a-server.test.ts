@@ -16,17 +16,21 @@ import { describeHttpLayer } from '../helpers/stores.js';
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;
 
-/** The global fetch, recording every URL it is asked for. */
-function recordingFetch(): { fetch: typeof fetch; urls: string[]; methods: string[] } {
+/** The global fetch, recording every URL it is asked for, and the status of each answer. */
+function recordingFetch(): { fetch: typeof fetch; urls: string[]; methods: string[]; statuses: number[] } {
   const urls: string[] = [];
   const methods: string[] = [];
+  const statuses: number[] = [];
   return {
     urls,
     methods,
-    fetch: (input, init) => {
+    statuses,
+    fetch: async (input, init) => {
       urls.push(String(input));
       methods.push(init?.method ?? 'GET');
-      return fetch(input, init);
+      const response = await fetch(input, init);
+      statuses.push(response.status);
+      return response;
     },
   };
 }
@@ -65,13 +69,81 @@ describeHttpLayer('plant-store/client', (fx) => {
     await app?.close();
   });
 
-  async function newClient(opts: { fetch?: typeof fetch; scopes?: Array<'plants:read' | 'plants:write'> } = {}) {
+  async function newClient(
+    opts: { fetch?: typeof fetch; scopes?: Array<'plants:read' | 'plants:write'>; revalidate?: number } = {},
+  ) {
     const { token } = await issueToken(store.tokens, {
       owner: newOwner('client'),
       ...(opts.scopes ? { scopes: opts.scopes } : {}),
     });
-    return new PlantStoreClient({ baseUrl, token, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+    return new PlantStoreClient({
+      baseUrl,
+      token,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      ...(opts.revalidate !== undefined ? { revalidate: opts.revalidate } : {}),
+    });
   }
+
+  it('getPlant reads one plant by its exact int64 id; 404 for an id the caller does not have', async () => {
+    const client = await newClient();
+    await client.createPlant({ id: INT64_MAX, name: 'Max', tag: 'edge' });
+    await client.createPlant({ id: 9007199254740993n, name: 'Past 2^53' });
+    assert.deepEqual(await client.getPlant(INT64_MAX), { name: 'Max', tag: 'edge' });
+    assert.deepEqual(await client.getPlant(9007199254740993n), { name: 'Past 2^53' });
+    await rejectsWith(client.getPlant(9007199254740992n), 404, /no plant with id 9007199254740992/);
+    await assert.rejects(client.getPlant(2 ** 53), RangeError);
+    await rejectsWith((await newClient()).getPlant(INT64_MAX), 404, /no plant/);
+  });
+
+  it('listPlants, listPage and iteratePlants take a tag, and the next pages keep it', async () => {
+    const client = await newClient();
+    for (let i = 0; i < 9; i++) await client.createPlant({ id: i, name: `p${i}`, tag: i % 3 === 0 ? 'a&b' : 'c' });
+    assert.deepEqual(await client.listPlants({ tag: 'a&b', limit: 2 }), [
+      { name: 'p0', tag: 'a&b' },
+      { name: 'p3', tag: 'a&b' },
+    ]);
+    const first = await client.listPage({ tag: 'a&b', limit: 2 });
+    assert.deepEqual(await client.listPage({ tag: 'a&b', limit: 2, cursor: first.next! }), {
+      plants: [{ name: 'p6', tag: 'a&b' }],
+    });
+    await rejectsWith(client.listPlants({ limit: 2, cursor: first.next! }), 400, /cursor/);
+    assert.deepEqual(
+      (await all(client.iteratePlants({ tag: 'c', pageSize: 2 }))).map((p) => p.name),
+      ['p1', 'p2', 'p4', 'p5', 'p7', 'p8'],
+    );
+  });
+
+  it('reads again with If-None-Match: an unchanged answer is a 304, a changed one is read anew', async () => {
+    const recorder = recordingFetch();
+    const client = await newClient({ fetch: recorder.fetch });
+    await client.createPlant({ id: 1, name: 'one', tag: 't' });
+    await client.createPlant({ id: 2, name: 'two', tag: 't' });
+    recorder.statuses.length = 0;
+    const first = await client.getPlant(1);
+    const page = await client.listPage({ tag: 't', limit: 1 });
+    // The caller may change what it got: what is kept is not.
+    first.name = 'changed by the caller';
+    page.plants.length = 0;
+    assert.deepEqual(await client.getPlant(1), { name: 'one', tag: 't' });
+    assert.deepEqual(await client.listPage({ tag: 't', limit: 1 }), {
+      plants: [{ name: 'one', tag: 't' }],
+      next: page.next,
+    });
+    assert.deepEqual(recorder.statuses, [200, 200, 304, 304]);
+    await client.deletePlant(1);
+    await client.createPlant({ id: 1, name: 'uno', tag: 't' });
+    recorder.statuses.length = 0;
+    assert.deepEqual(await client.getPlant(1), { name: 'uno', tag: 't' });
+    assert.deepEqual(await client.listPlants({ tag: 't', limit: 1 }), [{ name: 'two', tag: 't' }]);
+    assert.deepEqual(recorder.statuses.slice(0, 2), [200, 200]);
+    // Without revalidation, nothing is kept and every read is a 200.
+    const plain = recordingFetch();
+    const unkept = await newClient({ fetch: plain.fetch, revalidate: 0 });
+    await unkept.createPlant({ id: 1, name: 'x' });
+    await unkept.getPlant(1);
+    await unkept.getPlant(1);
+    assert.deepEqual(plain.statuses, [200, 200, 200]);
+  });
 
   it('creates, lists and deletes plants with int64 ids as bigint, exactly', async () => {
     const client = await newClient();

@@ -53,7 +53,8 @@ describeHttpLayer('CORS with --cors-origin', (fx) => {
     assert.equal(listed.statusCode, 200);
     assert.equal(listed.headers['access-control-allow-origin'], APP);
     const exposed = String(listed.headers['access-control-expose-headers']);
-    for (const header of ['Link', 'X-Request-Id', 'WWW-Authenticate']) assert.match(exposed, new RegExp(header));
+    for (const header of ['Link', 'ETag', 'X-Request-Id', 'WWW-Authenticate'])
+      assert.match(exposed, new RegExp(header));
     assert.equal(listed.headers['access-control-allow-credentials'], undefined, 'no cookies: bearer tokens only');
   });
 

@@ -31,7 +31,7 @@ describeHttpLayer('attack surface', (fx) => {
     return jsonBody(await h.request({ method: 'GET', url: '/openapi.json' })) as OpenApiDoc;
   }
 
-  it('takes no URL from a client: every input is one of limit, cursor, id, name, tag, Last-Event-ID (API7)', async () => {
+  it('takes no URL from a client: every input is one of limit, cursor, id, name, tag, Last-Event-ID, If-None-Match (API7)', async () => {
     const d = await doc();
     const inputs = new Set<string>();
     const propertiesOf = (schema: { $ref?: string; properties?: object } | undefined): string[] => {
@@ -54,7 +54,7 @@ describeHttpLayer('attack surface', (fx) => {
         }
       }
     }
-    assert.deepEqual([...inputs].sort(), ['cursor', 'id', 'last-event-id', 'limit', 'name', 'tag']);
+    assert.deepEqual([...inputs].sort(), ['cursor', 'id', 'if-none-match', 'last-event-id', 'limit', 'name', 'tag']);
   });
 
   it('serves nothing its document does not list (API9)', async () => {

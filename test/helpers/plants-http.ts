@@ -78,7 +78,8 @@ export function deletePlant(
   return h.request({ method: 'DELETE', url: `/plants/${id}`, token });
 }
 
-const NEXT_LINK = /^<(\/plants\?limit=(\d+)&cursor=([^>&]+))>; rel="next"$/;
+// A filtered list's next page keeps its tag, between the limit and the cursor.
+const NEXT_LINK = /^<(\/plants\?limit=(\d+)(?:&tag=[^>&]+)?&cursor=([^>&]+))>; rel="next"$/;
 
 export interface Page {
   plants: PlantBody[];

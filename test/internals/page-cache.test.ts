@@ -13,7 +13,7 @@ import { ListPages, PageCache, type PageEntry } from '../../src/routes/page-cach
 import type { PlantStore } from '../../src/store/store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.sqlite.js';
 
-const page = (epoch: number, body: string, link?: string): PageEntry => ({ read: epoch, body, link });
+const page = (epoch: number, body: string, link?: string): PageEntry => ({ read: epoch, body, link, etag: '"t"' });
 /** The version under which page(epoch, …) was read. */
 const v = (changed: number, appended = changed) => ({ changed, appended, deletions: [] });
 

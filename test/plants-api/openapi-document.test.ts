@@ -29,7 +29,10 @@ interface Operation {
   security?: Array<Record<string, string[]>>;
   parameters?: Array<{ name: string; in: string; required?: boolean; schema: Record<string, unknown> }>;
   requestBody?: { content: Record<string, { schema: unknown }> };
-  responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }>;
+  responses: Record<
+    string,
+    { description: string; content?: Record<string, { schema: unknown; example?: unknown; examples?: unknown }> }
+  >;
 }
 interface OpenApiDoc {
   openapi: string;
@@ -43,6 +46,7 @@ interface OpenApiDoc {
 const PLANT_OPERATIONS = [
   ['/plants', 'post'],
   ['/plants', 'get'],
+  ['/plants/{id}', 'get'],
   ['/plants/{id}', 'delete'],
 ] as const;
 
@@ -249,6 +253,7 @@ describeHttpLayer('OpenAPI document', (fx) => {
 
   describe('real responses match the document', () => {
     const seen = new Map<string, Set<string>>(); // "METHOD path" → statuses answered
+    const messages = new Map<string, Set<string>>(); // "METHOD path status" → error messages answered
 
     /** Validates a real response against the document's entry for its operation and status. */
     function conforms(path: string, method: string, res: LightMyRequestResponse): void {
@@ -272,12 +277,16 @@ describeHttpLayer('OpenAPI document', (fx) => {
         pointer('paths', path, method.toLowerCase(), 'responses', entry.key, 'content', 'application/json', 'schema'),
       );
       const body = JSON.parse(res.body) as unknown;
+      if (res.statusCode >= 400) {
+        const messageKey = `${key} ${status}`;
+        messages.set(messageKey, (messages.get(messageKey) ?? new Set()).add((body as { message: string }).message));
+      }
       assert.ok(
         validate(body),
         `${key} ${status} body ${res.body} breaks its schema: ${JSON.stringify(validate.errors)}`,
       );
       // Plant is open in the document (NewPlant extends it), but a plant is only ever sent as name and tag.
-      if (path === '/plants' && status === '200') {
+      if (path.startsWith('/plants') && status === '200') {
         for (const plant of [body].flat() as object[]) {
           assert.deepEqual(
             Object.keys(plant).filter((k) => k !== 'name' && k !== 'tag'),
@@ -311,6 +320,7 @@ describeHttpLayer('OpenAPI document', (fx) => {
       assert.equal(await post(auth.both, '{"id":"1.5","name":"Fern"}'), 400);
       assert.equal(await post(auth.both, '{"id":'), 400);
       assert.equal(await post(auth.both, '{"id":3,"name":"x","extra":1}'), 400);
+      assert.equal(await post(auth.both, '{"id":3,"name":""}'), 400);
       assert.equal(await post(undefined, '{"id":3,"name":"x"}'), 401);
       assert.equal(await post('plnt_' + 'A'.repeat(43), '{"id":3,"name":"x"}'), 401);
       assert.equal(await post(auth.read, '{"id":3,"name":"x"}'), 403);
@@ -335,8 +345,37 @@ describeHttpLayer('OpenAPI document', (fx) => {
       assert.equal((await get(auth.both, '/plants?limit=0')).statusCode, 400);
       assert.equal((await get(auth.both, '/plants?cursor=nope')).statusCode, 400);
       assert.equal((await get(auth.both, '/plants?page=2')).statusCode, 400);
+      assert.equal((await get(auth.both, '/plants?tag=')).statusCode, 400);
       assert.equal((await get(undefined, '/plants')).statusCode, 401);
       assert.equal((await get(auth.write, '/plants')).statusCode, 403);
+      const byTag = await get(auth.read, '/plants?tag=tree&limit=1');
+      assert.deepEqual(JSON.parse(byTag.body), [{ name: 'Palm', tag: 'tree' }]);
+      const etag = String(byTag.headers.etag);
+      const unchanged = await h.request({
+        method: 'GET',
+        url: '/plants?tag=tree&limit=1',
+        token: auth.read,
+        headers: { 'if-none-match': etag },
+      });
+      conforms('/plants', 'GET', unchanged);
+      assert.equal(unchanged.statusCode, 304);
+    });
+
+    it('GET /plants/{id}: 200, 304, 400, 401, 403, 404, 414', async () => {
+      const get = async (token: string | undefined, id: string, headers: Record<string, string> = {}) => {
+        const res = await h.request({ method: 'GET', url: `/plants/${id}`, token, headers });
+        conforms('/plants/{id}', 'GET', res);
+        return res;
+      };
+      const palm = await get(auth.read, '2');
+      assert.equal(palm.statusCode, 200);
+      assert.deepEqual(JSON.parse(palm.body), { name: 'Palm', tag: 'tree' });
+      assert.equal((await get(auth.read, '2', { 'if-none-match': String(palm.headers.etag) })).statusCode, 304);
+      assert.equal((await get(auth.both, '9007199254740993')).statusCode, 404);
+      assert.equal((await get(auth.both, 'fern')).statusCode, 400);
+      assert.equal((await get(auth.both, '1'.repeat(201))).statusCode, 414);
+      assert.equal((await get(undefined, '2')).statusCode, 401);
+      assert.equal((await get(auth.write, '2')).statusCode, 403);
     });
 
     it('GET /plants/events: 200 (text/event-stream), 400, 401, 403, 406, 429', async () => {
@@ -449,6 +488,38 @@ describeHttpLayer('OpenAPI document', (fx) => {
       }
       assert.ok(seen.size >= 5, `operations exercised: ${[...seen.keys()].join(', ')}`);
     });
+
+    it('every error example shows its own status and a message the server really sends', () => {
+      let checked = 0;
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(ops)) {
+          const key = `${method.toUpperCase()} ${path}`;
+          for (const [status, response] of Object.entries(op.responses)) {
+            if (status !== 'default' && Number(status) < 400) continue;
+            const example = response.content?.['application/json']?.example as
+              { error: number; message: string } | undefined;
+            assert.ok(example, `${key} ${status}: an example`);
+            assert.deepEqual(Object.keys(example).sort(), ['error', 'message'], `${key} ${status}`);
+            if (status === 'default') {
+              assert.match(response.description, new RegExp(`\\b${example.error}\\b`), `${key}: default names it`);
+            } else assert.equal(example.error, Number(status), `${key} ${status}: its own status`);
+            assert.ok(example.message.length > 10 && example.message !== 'string', `${key} ${status}: a real message`);
+            // Where this suite made the operation answer that status, the example is one of the answers,
+            // numbers aside (its id, a limit). A 429's wording depends on which limit was hit.
+            const answered = messages.get(`${key} ${status}`);
+            if (answered !== undefined && status !== '429') {
+              const numbersAside = (m: string) => m.replace(/-?\d+/g, 'N');
+              assert.ok(
+                [...answered].map(numbersAside).includes(numbersAside(example.message)),
+                `${key} ${status}: ${example.message} not in ${[...answered].join(' | ')}`,
+              );
+              checked++;
+            }
+          }
+        }
+      }
+      assert.ok(checked >= 20, `examples checked against real answers: ${checked}`);
+    });
   });
 
   // What the server may answer on any operation, before or instead of running
@@ -522,7 +593,15 @@ describeHttpLayer('OpenAPI document', (fx) => {
         operations()
           .map((o) => `${o.method} ${o.path}`)
           .sort(),
-        ['delete /plants/{id}', 'get /healthz', 'get /plants', 'get /plants/events', 'get /readyz', 'post /plants'],
+        [
+          'delete /plants/{id}',
+          'get /healthz',
+          'get /plants',
+          'get /plants/events',
+          'get /plants/{id}',
+          'get /readyz',
+          'post /plants',
+        ],
       );
     });
 

@@ -100,6 +100,28 @@ needs(chromiumMissing, () =>
         assert.equal(apiRequests.get('GET /plants'), `Bearer ${docs.token}`);
         assert.deepEqual(problems, []);
       });
+
+      browserTest('the stream operation says the page cannot show a stream and gives the curl line', async () => {
+        const { page, problems, apiRequests } = await openDocs();
+        const watch = page.locator('#operations-plants-watchPlants');
+        await watch.locator('.opblock-summary').click({ timeout: 20_000 });
+        const note = watch.locator('.plants-stream-note');
+        await note.waitFor();
+        assert.match(await note.innerText(), /cannot show a stream/);
+        const curl = (await watch.locator('.plants-stream-curl').innerText()).trim();
+        assert.equal(
+          curl,
+          `curl -N -H "Accept: text/event-stream" -H "Authorization: Bearer $TOKEN" ${new URL(docs.base).origin}/plants/events`,
+        );
+        assert.equal(await watch.getByRole('button', { name: 'Execute' }).count(), 0, 'no Execute to spin on');
+        assert.equal(await watch.locator('.loading-container, .loading').count(), 0, 'no LOADING');
+        assert.equal(apiRequests.has('GET /plants/events'), false, 'the page never opened the stream');
+        // The other operations keep their Execute button.
+        const list = page.locator('#operations-plants-listPlants');
+        await list.locator('.opblock-summary').click();
+        assert.equal(await list.getByRole('button', { name: 'Execute' }).count(), 1);
+        assert.deepEqual(problems, []);
+      });
     });
   }),
 );

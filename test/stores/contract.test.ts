@@ -6,18 +6,28 @@ import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.js';
 import {
   InvalidCursorError,
   StoreUnavailableError,
+  type PlantFilter,
   type PlantRecord,
   type PlantStore,
   type Store,
 } from '../../src/store/store.js';
 import { describeEachStore, describeOnStore, type StoreFixture } from '../helpers/stores.js';
 import { listPlants } from '../helpers/list-plants.js';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { PAGE_BY_TAG } from '../../src/store/sqlite/plants-store.sqlite.js';
+import { READ_BATCH_BY_TAG } from '../../src/store/postgres/page-reader.postgres.js';
 
-async function listAll(plants: PlantStore, owner: string, pageSize: number): Promise<PlantRecord[]> {
+async function listAll(
+  plants: PlantStore,
+  owner: string,
+  pageSize: number,
+  filter?: PlantFilter,
+): Promise<PlantRecord[]> {
   const all: PlantRecord[] = [];
   let cursor: string | undefined;
   for (let pages = 0; pages < 10_000; pages++) {
-    const page = await listPlants(plants, owner, pageSize, cursor);
+    const page = await listPlants(plants, owner, pageSize, cursor, filter);
     all.push(...page.plants);
     if (page.next === undefined) return all;
     cursor = page.next;
@@ -196,6 +206,131 @@ describeContract('first token', (fx) => {
     assert.equal(issued.filter((t) => t !== undefined).length, 1);
     assert.equal((await a.tokens.list()).length, 1);
     assert.equal(await issueFirstToken(b.tokens, { owner: 'admin' }), undefined);
+  });
+});
+
+describeContract('reads by id and by tag', (fx) => {
+  let store: Store;
+  before(
+    async () => {
+      store = await fx.open();
+    },
+    { timeout: TIMEOUT },
+  );
+
+  it("gets one plant by id, only the owner's, with exact int64 ids", { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    await p.create('reader', { id: INT64_MAX, name: 'max', tag: 'edge' });
+    await p.create('reader', { id: 2n ** 53n + 1n, name: 'past 2^53' });
+    await p.create('other-reader', { id: 5n, name: 'theirs' });
+    assert.deepEqual(await p.get('reader', INT64_MAX), { name: 'max', tag: 'edge' });
+    assert.deepEqual(await p.get('reader', 2n ** 53n + 1n), { name: 'past 2^53' });
+    assert.equal(await p.get('reader', 2n ** 53n), undefined);
+    assert.equal(await p.get('reader', 5n), undefined, "another owner's id is none of the reader's");
+    assert.deepEqual(await p.get('other-reader', 5n), { name: 'theirs' });
+    assert.equal(await p.delete('reader', INT64_MAX), true);
+    assert.equal(await p.get('reader', INT64_MAX), undefined, 'a deleted plant is gone at once');
+  });
+
+  it('lists only the plants with a tag, in insertion order, paged, each once', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    const tagged: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      // Ids out of order; every third plant tagged, some untagged, one with the tag in another case.
+      const tag = i % 3 === 0 ? 'fern' : i % 3 === 1 ? 'moss' : undefined;
+      await p.create('tagger', { id: BigInt((i * 17) % 40) - 7n, name: `t${i}`, ...(tag && { tag }) });
+      if (tag === 'fern') tagged.push(`t${i}`);
+    }
+    await p.create('tagger', { id: 1000n, name: 'upper', tag: 'Fern' });
+    await p.create('tag-neighbour', { id: 1n, name: 'not mine', tag: 'fern' });
+    for (const size of [1, 4, 13, 14, 15]) {
+      const names = (await listAll(p, 'tagger', size, { tag: 'fern' })).map((x) => x.name);
+      assert.deepEqual(names, tagged, `page size ${size}`);
+    }
+    assert.deepEqual(await listAll(p, 'tagger', 5, { tag: 'Fern' }), [{ name: 'upper', tag: 'Fern' }]);
+    assert.deepEqual(await listAll(p, 'tagger', 5, { tag: 'none such' }), []);
+    assert.equal((await listAll(p, 'tagger', 100)).length, 41, 'the unfiltered list is unchanged');
+    // Deleting and appending while paging: each original tagged plant once, in order.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let round = 0; round < 50; round++) {
+      const page = await listPlants(p, 'tagger', 3, cursor, { tag: 'fern' });
+      seen.push(...page.plants.map((x) => x.name));
+      await p.create('tagger', { id: 2000n + BigInt(round), name: `late${round}`, tag: 'fern' });
+      if (page.next === undefined) break;
+      cursor = page.next;
+    }
+    assert.deepEqual(seen.slice(0, tagged.length), tagged);
+    assert.equal(new Set(seen).size, seen.length, 'no repeats');
+  });
+
+  it('accepts a cursor only in the list that issued it', { timeout: TIMEOUT }, async () => {
+    const p = store.plants;
+    for (let i = 0; i < 4; i++) await p.create('cursors', { id: BigInt(i), name: `c${i}`, tag: i % 2 ? 'a' : 'b' });
+    const all = await listPlants(p, 'cursors', 1);
+    const byA = await listPlants(p, 'cursors', 1, undefined, { tag: 'a' });
+    assert.ok(all.next && byA.next);
+    assert.deepEqual((await listPlants(p, 'cursors', 5, byA.next, { tag: 'a' })).plants, [{ name: 'c3', tag: 'a' }]);
+    await assert.rejects(listPlants(p, 'cursors', 1, all.next, { tag: 'a' }), InvalidCursorError, 'unfiltered in a');
+    await assert.rejects(listPlants(p, 'cursors', 1, byA.next), InvalidCursorError, 'a in the unfiltered list');
+    await assert.rejects(listPlants(p, 'cursors', 1, byA.next, { tag: 'b' }), InvalidCursorError, 'a in b');
+    await assert.rejects(listPlants(p, 'cursors', 1, byA.next, { tag: 'A' }), InvalidCursorError, 'a in A');
+    await assert.rejects(listPlants(p, 'other', 1, byA.next, { tag: 'a' }), InvalidCursorError, 'another owner');
+  });
+});
+
+// A filtered page reads a range of the (owner, tag, …) index, not the owner's whole list.
+describeEachStore('the tag list uses its index', (fx) => {
+  before(
+    async () => {
+      const store = await fx.open();
+      for (let o = 0; o < 4; o++) {
+        const plants = Array.from({ length: 5000 }, (_, i) => ({
+          id: BigInt(i),
+          name: `p${i}`,
+          ...(i % 7 === 0 ? {} : { tag: `tag${i % 50}` }),
+        }));
+        await store.plants.insertMany(`indexed${o}`, plants);
+      }
+    },
+    { timeout: TIMEOUT },
+  );
+
+  it('in its query plan', { timeout: TIMEOUT }, async () => {
+    if (fx.kind === 'sqlite') {
+      const db = new Database(fx.db, { readonly: true });
+      try {
+        const plan = db
+          .prepare<[{ owner: string; tag: string; after: bigint; limit: number }], { detail: string }>(
+            `EXPLAIN QUERY PLAN ${PAGE_BY_TAG}`,
+          )
+          .all({ owner: 'indexed1', tag: 'tag3', after: 10n, limit: 100 })
+          .map((row) => row.detail);
+        // The page and the look-ahead for the next plant: both searches of the tag index.
+        const searches = plan.filter((d) => d.startsWith('SEARCH plants'));
+        assert.equal(searches.length, 2, plan.join('\n'));
+        for (const d of searches)
+          assert.match(d, /USING (COVERING )?INDEX plants_owner_tag_seq \(owner=\? AND tag=\? AND (seq|rowid)>\?\)/);
+        assert.ok(!plan.some((d) => /^SCAN plants|TEMP B-TREE/.test(d)), plan.join('\n'));
+      } finally {
+        db.close();
+      }
+      return;
+    }
+    const client = new pg.Client({ connectionString: fx.directDb });
+    await client.connect();
+    try {
+      await client.query('ANALYZE plants');
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>({
+        text: `EXPLAIN (FORMAT TEXT) ${READ_BATCH_BY_TAG.text}`,
+        values: [['indexed1'], [null], [null], [101], ['tag3']],
+      });
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      assert.match(plan, /Index (Only )?Scan using plants_owner_tag_created_id on plants/, plan);
+      assert.doesNotMatch(plan, /Seq Scan on plants|Sort\b/, plan);
+    } finally {
+      await client.end();
+    }
   });
 });
 

@@ -16,13 +16,29 @@ export interface PlantStoreClientOptions {
   token: string;
   /** The fetch to use; the global one by default. */
   fetch?: typeof fetch;
+  /**
+   * How many answers (plants and list pages) to keep with their ETag, so
+   * that reading one again sends If-None-Match and an unchanged answer comes
+   * back as 304 with no body; 100 by default, 0 for none.
+   */
+  revalidate?: number;
 }
 
 export interface ListOptions {
   /** Most plants to return (an int32 of at least 1); the server caps it at its maximum page size. */
   limit?: number;
-  /** Where to continue: a cursor from a previous page's `next`. */
+  /** Where to continue: a cursor from a previous page's `next` (of the same list: the same tag, or none). */
   cursor?: string;
+  /** Only the plants with exactly this tag (1 to 256 characters). */
+  tag?: string;
+}
+
+/** An answer kept with its ETag, to revalidate. */
+interface Kept {
+  etag: string;
+  /** The body as sent: parsed again for each caller, who may change what it gets. */
+  text: string;
+  link: string | null;
 }
 
 export interface PlantPage {
@@ -41,6 +57,9 @@ export class PlantStoreClient {
   readonly #base: URL;
   readonly #authorization: string;
   readonly #fetch: typeof fetch;
+  // Least recently used first (a Map keeps insertion order).
+  readonly #kept = new Map<string, Kept>();
+  readonly #keep: number;
 
   constructor(options: PlantStoreClientOptions) {
     // Plain JavaScript would otherwise send "Bearer undefined" and meet a 401 far from the cause.
@@ -58,6 +77,7 @@ export class PlantStoreClient {
     this.#authorization = `Bearer ${token}`;
     // Looked up at call time, and never called as a method of this object (browsers require that).
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#keep = options.revalidate ?? 100;
   }
 
   /** Creates a plant (a replay of the same id, name and tag is fine) and resolves to the stored plant. */
@@ -71,7 +91,12 @@ export class PlantStoreClient {
     return (await response.json()) as Plant;
   }
 
-  /** One page of the caller's plants, in insertion order. */
+  /** The caller's plant with this id; a PlantStoreError with status 404 if there is none. */
+  async getPlant(id: PlantId): Promise<Plant> {
+    return (await this.#read(this.#url(`plants/${idText(id)}`))).body as Plant;
+  }
+
+  /** One page of the caller's plants (with `tag`, of those with that tag), in insertion order. */
   async listPlants(options: ListOptions = {}): Promise<Plant[]> {
     return (await this.listPage(options)).plants;
   }
@@ -80,6 +105,7 @@ export class PlantStoreClient {
   async listPage(options: ListOptions = {}): Promise<PlantPage> {
     const url = this.#url('plants');
     if (options.limit !== undefined) url.searchParams.set('limit', String(options.limit));
+    if (options.tag !== undefined) url.searchParams.set('tag', options.tag);
     if (options.cursor !== undefined) url.searchParams.set('cursor', options.cursor);
     const { plants, nextUrl } = await this.#page(url);
     const next = nextUrl?.searchParams.get('cursor') ?? undefined;
@@ -87,12 +113,14 @@ export class PlantStoreClient {
   }
 
   /**
-   * Every plant of the caller, in insertion order, a page at a time: it
-   * follows the Link rel="next" of each answer until there is none.
+   * Every plant of the caller (with `tag`, every one with that tag), in
+   * insertion order, a page at a time: it follows the Link rel="next" of
+   * each answer until there is none.
    */
-  async *iteratePlants(options: { pageSize?: number } = {}): AsyncGenerator<Plant, void, undefined> {
+  async *iteratePlants(options: { pageSize?: number; tag?: string } = {}): AsyncGenerator<Plant, void, undefined> {
     let url: URL | undefined = this.#url('plants');
     if (options.pageSize !== undefined) url.searchParams.set('limit', String(options.pageSize));
+    if (options.tag !== undefined) url.searchParams.set('tag', options.tag);
     while (url !== undefined) {
       const page: { plants: Plant[]; nextUrl: URL | undefined } = await this.#page(url);
       yield* page.plants;
@@ -120,10 +148,34 @@ export class PlantStoreClient {
     return new URL(path, this.#base);
   }
 
+  /**
+   * A GET, revalidated: an answer kept from before is asked for with its
+   * ETag, and a 304 gives it back as it was. A new answer is kept in its place.
+   */
+  async #read(url: URL): Promise<{ body: unknown; link: string | null }> {
+    const key = url.href;
+    const kept = this.#kept.get(key);
+    const response = await this.#request('GET', url, undefined, kept?.etag);
+    if (kept !== undefined) this.#kept.delete(key);
+    if (response.status === 304 && kept !== undefined) {
+      await response.body?.cancel();
+      this.#kept.set(key, kept);
+      return { body: JSON.parse(kept.text), link: kept.link };
+    }
+    const text = await response.text();
+    const link = response.headers.get('link');
+    const etag = response.headers.get('etag');
+    if (etag !== null && this.#keep > 0) {
+      this.#kept.set(key, { etag, text, link });
+      if (this.#kept.size > this.#keep) this.#kept.delete(this.#kept.keys().next().value!);
+    }
+    return { body: JSON.parse(text), link };
+  }
+
   async #page(url: URL): Promise<{ plants: Plant[]; nextUrl: URL | undefined }> {
-    const response = await this.#request('GET', url);
-    const plants = (await response.json()) as Plant[];
-    const link = nextLink(response.headers.get('link'));
+    const answer = await this.#read(url);
+    const plants = answer.body as Plant[];
+    const link = nextLink(answer.link);
     if (link === undefined) return { plants, nextUrl: undefined };
     const nextUrl = new URL(link, url);
     // The token goes only where the client was pointed.
@@ -133,11 +185,12 @@ export class PlantStoreClient {
     return { plants, nextUrl };
   }
 
-  async #request(method: string, url: URL, body?: string): Promise<Response> {
+  async #request(method: string, url: URL, body?: string, etag?: string): Promise<Response> {
     const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    if (etag !== undefined) headers['if-none-match'] = etag;
     const response = await this.#fetch(url, body === undefined ? { method, headers } : { method, headers, body });
-    if (!response.ok) throw await errorFrom(response);
+    if (!response.ok && !(response.status === 304 && etag !== undefined)) throw await errorFrom(response);
     return response;
   }
 }

@@ -156,4 +156,14 @@ export const postgresMigrations: Record<string, Migration> = {
       await sql`INSERT INTO plant_events_pruned (up_to) SELECT coalesce(min(id) - 1, 0) FROM plant_events`.execute(db);
     },
   },
+  '0007_plants_by_tag': {
+    async up(db: Kysely<unknown>) {
+      // GET /plants?tag=: one owner's plants with one tag, in (created_at, id)
+      // order, read as a range of this index. Built inside the migration's
+      // transaction (CREATE INDEX CONCURRENTLY cannot be), so writes to
+      // plants wait while it is built: on a large table, migrate at a quiet
+      // time (docs/guides/postgresql.md).
+      await sql`CREATE INDEX plants_owner_tag_created_id ON plants (owner, tag, created_at, id)`.execute(db);
+    },
+  },
 };

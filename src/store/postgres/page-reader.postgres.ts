@@ -6,6 +6,8 @@ import { withClient } from './db-connect.postgres.js';
 
 interface PendingPage {
   owner: string;
+  /** Only the plants with this tag, for a reader of filtered pages. */
+  tag: string | undefined;
   limit: number;
   after: Position | undefined;
   resolve(page: JsonPage): void;
@@ -30,12 +32,13 @@ type BatchRow = [n: string, body: string, at: string | null, id: string | null];
 // read, to tell whether another page follows; it is left out of the body.
 // created_at of the position comes back as an exact integer of
 // microseconds, which does not depend on the session's DateStyle or TimeZone.
-const READ_BATCH = {
-  name: 'plants_read_batch_json',
-  text: `SELECT r.n, '[' || coalesce(p.body, '') || ']',
+function readBatch(byTag: boolean) {
+  return {
+    name: byTag ? 'plants_read_batch_by_tag_json' : 'plants_read_batch_json',
+    text: `SELECT r.n, '[' || coalesce(p.body, '') || ']',
       CASE WHEN p.count = r.lim THEN p.at END,
       CASE WHEN p.count = r.lim THEN p.id END
-    FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) WITH ORDINALITY AS r(owner, at, id, lim, n)
+    FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::text[]) WITH ORDINALITY AS r(owner, at, id, lim, tag, n)
     CROSS JOIN LATERAL (
       SELECT
         string_agg('{"name":' || to_json(q.name)::text ||
@@ -46,7 +49,7 @@ const READ_BATCH = {
         min(q.id) FILTER (WHERE q.k = r.lim - 1) AS id
       FROM (
         SELECT name, tag, created_at, id, row_number() OVER (ORDER BY created_at, id) AS k FROM plants
-        WHERE owner = r.owner
+        WHERE owner = r.owner${byTag ? ' AND tag = r.tag' : ''}
           AND (created_at, id) > (
             coalesce(timestamptz 'epoch' + r.at * interval '1 microsecond', '-infinity'),
             coalesce(r.id, -9223372036854775808)
@@ -55,9 +58,14 @@ const READ_BATCH = {
         LIMIT r.lim
       ) q
     ) p`,
-  rowMode: 'array',
-  types: { getTypeParser: () => (value: string) => value },
-} as const;
+    rowMode: 'array',
+    types: { getTypeParser: () => (value: string) => value },
+  } as const;
+}
+/** Pages of whole lists: ranges of the (owner, created_at, id) index. */
+const READ_BATCH = readBatch(false);
+/** Pages of the plants with one tag: ranges of the (owner, tag, created_at, id) index. */
+export const READ_BATCH_BY_TAG = readBatch(true);
 
 const MAX_BATCH = 64;
 /**
@@ -74,11 +82,18 @@ const MAX_BATCH_ROWS = 1100;
 export class PageReader {
   readonly #batcher: Batcher<PendingPage>;
 
-  /** `cursors`: the codec that seals the position of a page's last plant into its `next` cursor. */
+  readonly #statement: ReturnType<typeof readBatch>;
+
+  /**
+   * `cursors`: the codec that seals the position of a page's last plant into
+   * its `next` cursor. `byTag`: this reader reads the pages of filtered lists.
+   */
   constructor(
     private readonly pool: pg.Pool,
     private readonly cursors: () => Promise<CursorCodec>,
+    byTag = false,
   ) {
+    this.#statement = byTag ? READ_BATCH_BY_TAG : READ_BATCH;
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
       maxInFlight: Math.min(READ_BATCHES_IN_FLIGHT, pool.options.max),
@@ -92,8 +107,8 @@ export class PageReader {
    * in insertion order, with the cursor of the next page when more follow.
    * The page may be shared with other requests: read only.
    */
-  read(owner: string, limit: number, after?: Position): Promise<JsonPage> {
-    return new Promise((resolve, reject) => this.#batcher.add({ owner, limit, after, resolve, reject }));
+  read(owner: string, limit: number, after?: Position, tag?: string): Promise<JsonPage> {
+    return new Promise((resolve, reject) => this.#batcher.add({ owner, tag, limit, after, resolve, reject }));
   }
 
   async #run(batch: PendingPage[]): Promise<void> {
@@ -107,10 +122,12 @@ export class PageReader {
     const ats: (string | null)[] = [];
     const ids: (string | null)[] = [];
     const limits: number[] = [];
+    const tags: (string | null)[] = [];
     for (const page of batch) {
-      const { owner, limit, after } = page;
-      // Three fields without spaces, then the owner: no two pages share a key.
-      const key = after ? `${limit} ${after.at} ${after.id} ${owner}` : `${limit} - - ${owner}`;
+      const { owner, tag, limit, after } = page;
+      // Three fields without spaces, then the owner (which has none), then the tag: no two pages share a key.
+      const position = after ? `${limit} ${after.at} ${after.id} ${owner}` : `${limit} - - ${owner}`;
+      const key = tag === undefined ? position : `${position} ${tag}`;
       const slot = slots.get(key);
       if (slot !== undefined) {
         waiting[slot]!.push(page);
@@ -122,10 +139,11 @@ export class PageReader {
       ats.push(after ? after.at.toString() : null);
       ids.push(after ? after.id.toString() : null);
       limits.push(limit + 1);
+      tags.push(tag ?? null);
     }
     try {
       const { rows } = await withClient(this.pool, (client) =>
-        client.query<BatchRow>({ ...READ_BATCH, values: [owners, ats, ids, limits] }),
+        client.query<BatchRow>({ ...this.#statement, values: [owners, ats, ids, limits, tags] }),
       );
       // Pages without a next cursor are answered first: the others wait for
       // the cursor key, and only they fail if it cannot be read.
@@ -138,7 +156,8 @@ export class PageReader {
       if (followed.length === 0) return;
       const codec = await this.cursors();
       for (const [pages, body, at, id] of followed) {
-        const page = { body, next: codec.encode(pages[0]!.owner, { at: BigInt(at), id: BigInt(id) }) };
+        const { owner, tag } = pages[0]!;
+        const page = { body, next: codec.encode(owner, { at: BigInt(at), id: BigInt(id) }, tag) };
         for (const { resolve } of pages) resolve(page);
       }
     } catch (error) {

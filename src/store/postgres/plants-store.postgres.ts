@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
-import type { CreateOutcome, JsonPage, NewPlantRecord, PlantStore } from '../store.js';
+import type { CreateOutcome, JsonPage, NewPlantRecord, PlantFilter, PlantRecord, PlantStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
@@ -52,6 +52,12 @@ const INSERT_MANY = {
 } as const;
 const INSERT_MANY_BATCH = 5000;
 
+/** One plant by its id: the (owner, id) primary key. */
+const GET = {
+  name: 'plants_get',
+  text: 'SELECT name, tag FROM plants WHERE owner = $1::text AND id = $2::int8',
+} as const;
+
 const CURSOR_KEY = {
   name: 'secrets_cursor_key',
   text: "SELECT value FROM secrets WHERE name = 'cursor_key'",
@@ -61,10 +67,12 @@ export class PostgresPlantStore implements PlantStore {
   #codec: Promise<CursorCodec> | undefined;
   readonly #inserts: InsertBatcher;
   readonly #pages: PageReader;
+  readonly #pagesByTag: PageReader;
 
   constructor(private readonly pool: pg.Pool) {
     this.#inserts = new InsertBatcher(pool, (owner, plant) => this.#createOne(owner, plant));
     this.#pages = new PageReader(pool, () => this.#cursors());
+    this.#pagesByTag = new PageReader(pool, () => this.#cursors(), true);
   }
 
   /** The cursor codec, its key read from the database once (again after a failure). */
@@ -114,9 +122,19 @@ export class PostgresPlantStore implements PlantStore {
     return outcome;
   }
 
-  async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {
-    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor);
-    return this.#pages.read(owner, limit, after);
+  async page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage> {
+    const tag = filter?.tag;
+    const after = cursor === undefined ? undefined : (await this.#cursors()).decode(owner, cursor, tag);
+    return tag === undefined ? this.#pages.read(owner, limit, after) : this.#pagesByTag.read(owner, limit, after, tag);
+  }
+
+  async get(owner: string, id: bigint): Promise<PlantRecord | undefined> {
+    const { rows } = await withClient(this.pool, (client) =>
+      client.query<{ name: string; tag: string | null }>({ ...GET, values: [owner, id.toString()] }),
+    );
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {

@@ -139,4 +139,13 @@ export const sqliteMigrations: Record<string, Migration> = {
       );
     },
   },
+  '0007_plants_by_tag': {
+    async up(db: Kysely<unknown>) {
+      // GET /plants?tag=: one owner's plants with one tag, in seq order, read
+      // as a range of this index. Without it, a filtered page would walk the
+      // owner's whole list. Plants without a tag (NULL) are in it too, as
+      // they are in every SQLite index; they cost only their entries.
+      await sql`CREATE INDEX plants_owner_tag_seq ON plants (owner, tag, seq)`.execute(db);
+    },
+  },
 };

@@ -7,6 +7,8 @@ import {
   type CreateOutcome,
   type JsonPage,
   type NewPlantRecord,
+  type PlantFilter,
+  type PlantRecord,
   type PlantStore,
 } from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
@@ -28,19 +30,29 @@ const queryTime = dbQueryDuration.series('sqlite');
 // them again in a temporary b-tree, a quarter of the page's cost. The plant
 // after a full page is named, not just known to exist: if it is deleted, the
 // page may have lost its next page (see JsonPage.span).
-const PAGE = `SELECT p.body, p.last,
-    CASE WHEN p.n = @limit THEN (SELECT seq FROM plants WHERE owner = @owner AND seq > p.last ORDER BY seq LIMIT 1) END
+function pageSql(byTag: boolean): string {
+  const where = `owner = @owner${byTag ? ' AND tag = @tag' : ''}`;
+  return `SELECT p.body, p.last,
+    CASE WHEN p.n = @limit THEN (SELECT seq FROM plants WHERE ${where} AND seq > p.last ORDER BY seq LIMIT 1) END
   FROM (
     SELECT '[' || coalesce(group_concat(q.plant, ','), '') || ']' AS body, max(q.seq) AS last, count(*) AS n
     FROM (
       SELECT seq, CASE WHEN tag IS NULL THEN json_object('name', name) ELSE json_object('name', name, 'tag', tag) END AS plant
-      FROM plants WHERE owner = @owner AND seq > @after ORDER BY seq ${boundLimit('@limit')}
+      FROM plants WHERE ${where} AND seq > @after ORDER BY seq ${boundLimit('@limit')}
     ) q
   ) p`;
+}
+const PAGE = pageSql(false);
+/** A page of the plants with one tag: a range of the (owner, tag, seq) index, as PAGE is of (owner, seq). */
+export const PAGE_BY_TAG = pageSql(true);
+/** One plant by its id: the (owner, id) unique index. */
+export const GET_PLANT = 'SELECT name, tag FROM plants WHERE owner = ? AND id = ?';
 
 export class SqlitePlantStore implements PlantStore {
   readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
   readonly #page: Database.Statement<[{ owner: string; after: bigint; limit: number }]>;
+  readonly #pageByTag: Database.Statement<[{ owner: string; tag: string; after: bigint; limit: number }]>;
+  readonly #get: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #cursors: CursorCodec;
 
   /** Reads use `db`; writes go to the writer thread, which has a connection of its own. */
@@ -51,6 +63,8 @@ export class SqlitePlantStore implements PlantStore {
   ) {
     this.#insert = db.prepare(INSERT_PLANT);
     this.#page = db.prepare(PAGE).raw(true).safeIntegers(true);
+    this.#pageByTag = db.prepare(PAGE_BY_TAG).raw(true).safeIntegers(true);
+    this.#get = db.prepare(GET_PLANT);
     const key = db.prepare<[], { value: Buffer }>("SELECT value FROM secrets WHERE name = 'cursor_key'").get();
     this.#cursors = new CursorCodec(key!.value);
   }
@@ -71,15 +85,27 @@ export class SqlitePlantStore implements PlantStore {
     });
   }
 
-  async page(owner: string, limit: number, cursor?: string): Promise<JsonPage> {
+  async page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage> {
     this.#ensureOpen();
     this.writer.poll();
-    const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor).at;
+    const tag = filter?.tag;
+    const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor, tag).at;
     const started = metricsOn ? performance.now() : 0;
-    const [body, last, following] = this.#page.get({ owner, after, limit }) as PageRow;
+    const row =
+      tag === undefined ? this.#page.get({ owner, after, limit }) : this.#pageByTag.get({ owner, tag, after, limit });
+    const [body, last, following] = row as PageRow;
     if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
     if (following === null) return { body, span: { from: after, to: last ?? after } };
-    return { body, next: this.#cursors.encode(owner, { at: last!, id: 0n }), span: { from: after, to: following } };
+    const next = this.#cursors.encode(owner, { at: last!, id: 0n }, tag);
+    return { body, next, span: { from: after, to: following } };
+  }
+
+  async get(owner: string, id: bigint): Promise<PlantRecord | undefined> {
+    this.#ensureOpen();
+    this.writer.poll();
+    const row = this.#get.get(owner, id);
+    if (row === undefined) return undefined;
+    return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
   }
 
   async delete(owner: string, id: bigint): Promise<boolean> {
