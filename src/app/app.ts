@@ -16,7 +16,7 @@ import { EventFeed } from '../routes/event-feed.js';
 import { eventRoutes } from '../routes/plant-events.js';
 import { plantRoutes } from '../routes/plants.js';
 import { rootRoute } from '../routes/root.js';
-import type { Store } from '../store/store.js';
+import type { EventSignal, Store } from '../store/store.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 import { SECURITY_HEADERS, headerCount } from '../http/headers.js';
 import { looksLikeSecret } from '../http/log-lines.js';
@@ -64,6 +64,12 @@ export interface AppOptions {
   store: Store;
   /** Where log lines go instead of stdout (fd 1). */
   logStream?: DestinationStream | undefined;
+  /**
+   * How this process and the others serving the same store tell each other
+   * of new events (with --workers, the cluster's channel); the store's own
+   * when not given. The caller closes it.
+   */
+  eventSignal?: EventSignal | undefined;
 }
 
 /** Whether the server is shutting down, and the requests refused for it. */
@@ -80,7 +86,10 @@ interface Shutdown {
  * the steps before it started (the JWKS refresh, a Redis connection, the live
  * event feed's timers) is stopped again before the error is thrown.
  */
-export async function buildApp(config: Readonly<Config>, { store, logStream }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Readonly<Config>,
+  { store, logStream, eventSignal = store.eventSignal }: AppOptions,
+): Promise<FastifyInstance> {
   // Metrics are recorded only when something can read them: the admin listener.
   const metrics = config.adminPort !== null;
   if (metrics) enableMetrics();
@@ -104,7 +113,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
     childLoggerFactory: (logger) => logger,
   });
   try {
-    await assemble(app, config, store, shutdown, metrics);
+    await assemble(app, config, { store, eventSignal }, shutdown, metrics);
   } catch (error) {
     // Each thing started is stopped by an onClose hook added with it; close()
     // runs them whether or not the app got as far as ready().
@@ -118,7 +127,7 @@ export async function buildApp(config: Readonly<Config>, { store, logStream }: A
 async function assemble(
   app: FastifyInstance,
   config: Readonly<Config>,
-  store: Store,
+  { store, eventSignal }: { store: Store; eventSignal: EventSignal | undefined },
   shutdown: Shutdown,
   metrics: boolean,
 ): Promise<void> {
@@ -127,7 +136,7 @@ async function assemble(
   const connections = guardConnections(app.server, config, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
-  registerJsonBodyParser(app, config.bodyLimit);
+  registerJsonBodyParser(app, config.bodyLimit, config.maxBatch);
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
 
   app.addHook('onClose', (_instance, done) => {
@@ -208,7 +217,9 @@ async function assemble(
   // Its timers run from now on: stopped, and its streams ended, as closing
   // begins (so that open streams do not hold the server open), also when a
   // later step of the build fails.
+  const deaf = eventSignal?.listen(() => feed.wake());
   app.addHook('preClose', (done) => {
+    deaf?.();
     feed.close();
     done();
   });
@@ -218,7 +229,13 @@ async function assemble(
     listMaxLimit: config.listMaxLimit,
     listCacheBytes: config.listCacheBytes,
     authenticate,
-    changed: () => feed.wake(),
+    // Streams here look at once; those of the other processes once the word reaches them.
+    changed: () => {
+      feed.wake();
+      eventSignal?.announce();
+    },
+    maxBatch: config.maxBatch,
+    maxPlantsPerOwner: config.maxPlantsPerOwner,
   });
   await app.register(eventRoutes, { feed, authenticate });
   await app.register(healthRoutes, { store, jwks: jwt });

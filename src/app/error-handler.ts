@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { InvalidCursorError, StoreUnavailableError } from '../store/store.js';
+import { InvalidCursorError, StoreUnavailableError, TooManyPlantsError } from '../store/store.js';
 import { AppError, errorResponse, errors, isServerFailure } from '../http/errors.js';
 import { SECURITY_HEADERS } from '../http/headers.js';
 import type { ServerSocket } from './connection-limits.js';
@@ -21,6 +21,7 @@ function toAppError(error: FastifyError | Error, bodyLimit: number, contentType:
   if (error instanceof RequestValidationError || error instanceof InvalidCursorError)
     return errors.badRequest(error.message);
   if (error instanceof StoreUnavailableError) return errors.unavailable(undefined, error.retryAfterSeconds);
+  if (error instanceof TooManyPlantsError) return errors.quotaExceeded(error.message);
   const fastifyError = error as FastifyError;
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -6,11 +6,13 @@ import { NAME_MAX_LENGTH, TAG_MAX_LENGTH } from '../schemas/plant.js';
 
 /**
  * The most keys, array elements and nested objects or arrays a body may hold
- * (a NewPlant has 3 properties). Parsing and validating a megabyte of
- * `"k1":1,"k2":1,…` took half a second of the event loop; counting stops at
- * the first value past the limit.
+ * (a NewPlant has 3 properties), and as many again per plant of the largest
+ * batch. Parsing and validating a megabyte of `"k1":1,"k2":1,…` took half a
+ * second of the event loop; counting stops at the first value past the limit.
  */
 const MAX_JSON_VALUES = 100;
+/** A batch element's share: `{`, its keys, the commas between them and after it, with room for a key too many (named in the 400). */
+const JSON_VALUES_PER_PLANT = 10;
 
 /**
  * The longest JSON string a valid body can hold, as written: the longest
@@ -24,6 +26,9 @@ const MAX_JSON_STRING = Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH) * 12;
 const TOO_LONG_STRING = `a string in the request body is longer than any field allows (name and tag: at most ${Math.max(NAME_MAX_LENGTH, TAG_MAX_LENGTH)} characters)`;
 
 const STRUCTURE = /["[{,:]/g;
+const NESTING = /["[{,:\]}]/g;
+/** How deep a batch may nest: an array of objects, and room for one level too many, named in the 400. */
+const BATCH_DEPTH = 3;
 // No number, true, false or null a body may hold comes near this length; the
 // parser would read a megabyte of digits one at a time.
 const LONG_LITERAL = /[^\s\]}]{65}/;
@@ -63,19 +68,32 @@ function notInteger(text: string, from: number, to: number): boolean {
  * or a string longer than MAX_JSON_STRING (terminated or not). Otherwise
  * its Shape.
  */
-function tooCostly(text: string, max: number): { refusal: string } | Shape {
+function tooCostly(text: string, max: number, what: string, maxDepth?: number): { refusal: string } | Shape {
   let count = 0;
   let keys = 0;
   let integers = true;
   let from = 0;
+  let depth = 0;
   const literalTooLong = (to: number) => to - from > 64 && LONG_LITERAL.test(text.slice(from, to));
-  STRUCTURE.lastIndex = 0;
-  for (let m = STRUCTURE.exec(text); m !== null; m = STRUCTURE.exec(text)) {
+  // With a depth limit, the closing brackets are read too, to know the depth.
+  const structure = maxDepth === undefined ? STRUCTURE : NESTING;
+  structure.lastIndex = 0;
+  for (let m = structure.exec(text); m !== null; m = structure.exec(text)) {
     if (literalTooLong(m.index)) return { refusal: longLiteralRefusal(text, from) };
+    if (m[0] === ']' || m[0] === '}') {
+      depth--;
+      if (integers && m.index > from) integers = !notInteger(text, from, m.index);
+      from = m.index + 1;
+      continue;
+    }
+    if ((m[0] === '[' || m[0] === '{') && ++depth > maxDepth!)
+      return {
+        refusal: `request body nests arrays and objects more than ${maxDepth} deep: a batch is an array of objects`,
+      };
     if (m[0] !== '"') {
       if (++count > max)
         return {
-          refusal: `request body has more than ${max} JSON values (keys, array elements, objects): a NewPlant has 3 properties`,
+          refusal: `request body has more than ${max} JSON values (keys, array elements, objects): ${what}`,
         };
       if (m[0] === ':') keys++;
       else if (integers && m.index > from) integers = !notInteger(text, from, m.index);
@@ -93,7 +111,7 @@ function tooCostly(text: string, max: number): { refusal: string } | Shape {
       while (text.charCodeAt(end - 1 - slashes) === 92) slashes++;
       if (slashes % 2 === 0) break;
     }
-    STRUCTURE.lastIndex = from = end + 1;
+    structure.lastIndex = from = end + 1;
   }
   if (literalTooLong(text.length)) return { refusal: longLiteralRefusal(text, from) };
   return { keys, integers: integers && !notInteger(text, from, text.length) };
@@ -156,7 +174,10 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
  * rounds large integers. An empty body parses to nothing, so a DELETE sent
  * with a JSON Content-Type but no body is fine and POST reports it as missing.
  */
-export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number): void {
+export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number, maxBatch = 1): void {
+  // An array (a batch) may hold more than an object: as much as its plants need.
+  const batchValues = Math.max(MAX_JSON_VALUES, 1 + JSON_VALUES_PER_PLANT * maxBatch);
+  const batchLimit = `a batch holds at most ${maxBatch} plants of 3 properties each`;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
@@ -178,7 +199,9 @@ export function registerJsonBodyParser(app: FastifyInstance, bodyLimit: number):
         return done(errors.badRequest('request body is not valid UTF-8'));
       }
       if (text.trim() === '') return done(null, undefined);
-      const scan = tooCostly(text, MAX_JSON_VALUES);
+      const scan = text.trimStart().startsWith('[')
+        ? tooCostly(text, batchValues, batchLimit, BATCH_DEPTH)
+        : tooCostly(text, MAX_JSON_VALUES, 'a NewPlant has 3 properties');
       if ('refusal' in scan) return done(errors.badRequest(scan.refusal));
       const fast = parseFast(text, scan);
       if (fast !== undefined) return done(null, fast);

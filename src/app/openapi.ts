@@ -5,6 +5,8 @@ import { API_VERSION } from '../schemas/api-version.js';
 import { ErrorBody } from '../schemas/error.js';
 import { otherErrors } from '../schemas/responses.js';
 import { NewPlant, NewPlantComponent, Plant } from '../schemas/plant.js';
+import { batchExamples } from './batch-examples.js';
+import { documentedBody, documentedCreated, oneOrBatchParts } from '../schemas/plant-batch.js';
 import { WEBHOOK_SCHEMAS, WEBHOOKS } from '../schemas/webhook.js';
 
 // Request bodies that are validated by one schema and documented by another:
@@ -56,8 +58,19 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url }) => {
       if (schema === undefined) return { schema, url };
-      const body = documentedBodies.get(schema.body);
-      const response = schema.response === undefined ? undefined : { ...schema.response, default: otherErrors };
+      const batch = schema.body === undefined ? undefined : oneOrBatchParts(schema.body as TSchema);
+      const body = batch ? documentedBody(batch.maxItems) : documentedBodies.get(schema.body);
+      const response =
+        schema.response === undefined
+          ? undefined
+          : {
+              ...(schema.response as Record<string, unknown>),
+              ...(batch && {
+                200: documentedCreated,
+                ...batchExamples(schema.response as Record<string, unknown>, batch.maxItems),
+              }),
+              default: otherErrors,
+            };
       return { schema: { ...schema, ...(body && { body }), ...(response && { response }) }, url };
     },
   });

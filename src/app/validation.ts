@@ -3,6 +3,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import type { FastifySchemaCompiler } from 'fastify';
 import { isInt64Schema, parseInt64Text } from '../schemas/int64.js';
+import { NOT_AN_OBJECT, batchTooLarge, emptyBatch, oneOrBatchParts } from '../schemas/plant-batch.js';
 
 // Validation with TypeBox's compiler instead of Ajv: it knows bigint, which
 // exact int64 ids need. Messages come from each schema's x-error-message, so
@@ -74,9 +75,49 @@ export class RequestValidationError extends Error {
   override name = 'RequestValidationError';
 }
 
+/** At most this many messages in one 400: enough to fix a body by, short enough to read. */
+const MAX_MESSAGES = 3;
+
+/**
+ * A body that is one object or an array of them (NewPlantOrBatch): an object
+ * is checked as the element schema alone would check it; an array element by
+ * element, each message led by the element's place and field (/2/name).
+ */
+function oneOrBatch(one: TSchema, maxItems: number): (input: unknown) => { value: unknown } | { error: Error } {
+  const single = compile(one, 'body');
+  const check = TypeCompiler.Compile(one);
+  const convert = textConverter(one, 'body');
+  return (input) => {
+    if (!Array.isArray(input)) return single(input);
+    if (input.length === 0) return { error: new RequestValidationError(emptyBatch(maxItems)) };
+    if (input.length > maxItems) return { error: new RequestValidationError(batchTooLarge(maxItems, input.length)) };
+    const value: unknown[] = new Array(input.length);
+    const messages: string[] = [];
+    for (let i = 0; i < input.length && messages.length < MAX_MESSAGES; i++) {
+      const element = convert ? convert(input[i]) : input[i];
+      value[i] = element;
+      if (check.Check(element)) continue;
+      const reported = new Set<string>();
+      for (const error of check.Errors(element)) {
+        if (reported.has(error.path)) continue;
+        reported.add(error.path);
+        const what = error.path === '' ? NOT_AN_OBJECT : describe(error, 'body', one);
+        messages.push(`/${i}${error.path}: ${what}`);
+        if (messages.length === MAX_MESSAGES) break;
+      }
+    }
+    return messages.length > 0 ? { error: new RequestValidationError(messages.join('; ')) } : { value };
+  };
+}
+
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const check = TypeCompiler.Compile(schema);
   const part = (httpPart ?? 'body') as Part;
+  const batch = part === 'body' ? oneOrBatchParts(schema) : undefined;
+  return batch ? oneOrBatch(batch.one, batch.maxItems) : compile(schema, part);
+};
+
+function compile(schema: TSchema, part: Part): (input: unknown) => { value: unknown } | { error: Error } {
+  const check = TypeCompiler.Compile(schema);
   const convert = textConverter(schema, part);
   return (input: unknown) => {
     const value = convert ? convert(input) : input;
@@ -92,8 +133,8 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
       if (reported.has(error.path)) continue;
       reported.add(error.path);
       messages.add(describe(error, part, schema));
-      if (messages.size === 3) break;
+      if (messages.size === MAX_MESSAGES) break;
     }
     return { error: new RequestValidationError([...messages].join('; ')) };
   };
-};
+}

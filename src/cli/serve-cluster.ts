@@ -2,6 +2,7 @@ import cluster, { type Address, type Worker } from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, type Logger } from 'pino';
 import { startAdmin } from './admin-listener.js';
+import { relayEventWords } from './cluster-events.js';
 import type { Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { clusterMetricsText } from '../metrics/metrics.js';
@@ -87,6 +88,7 @@ class Workers {
   private workerFailed = false;
   private forcedBy: ShutdownSignal | undefined;
   private stopSignals = () => {};
+  private stopRelay = () => {};
   private settle: (finish: Promise<number>) => void = () => {};
   private close: () => Promise<void> = async () => {};
 
@@ -124,6 +126,7 @@ class Workers {
       });
       cluster.on('listening', this.onListening);
       cluster.on('exit', this.onExit);
+      this.stopRelay = relayEventWords(this.live);
       for (let i = 0; i < this.config.workers; i++) this.fork();
     });
   }
@@ -208,6 +211,7 @@ class Workers {
     // cluster is one object per process: listeners left on it would outlive this primary (main() run again in-process).
     cluster.off('listening', this.onListening);
     cluster.off('exit', this.onExit);
+    this.stopRelay();
     this.settle(
       this.close().then(() => {
         if (this.failure) throw this.failure;

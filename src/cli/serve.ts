@@ -7,6 +7,7 @@ import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
 import { DeliveryLoop } from '../outbox/delivery-loop.js';
+import { ClusterEventSignal } from './cluster-events.js';
 import { commandConfig, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
@@ -14,7 +15,7 @@ import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js
 import { checkCommandConnections, openCommandStore } from './store.js';
 import { describeLocation, storeLocation } from './store-location.js';
 import { logStream } from './log-stream.js';
-import type { Store } from '../store/store.js';
+import type { EventSignal, Store } from '../store/store.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -39,6 +40,8 @@ export const serve: Command = {
 interface Running {
   app: FastifyInstance;
   store: Store;
+  /** With --workers on a store with no signal of its own: the workers' channel. */
+  eventSignal: EventSignal | undefined;
   deliveries: DeliveryLoop;
   /** Settles once the public listener is up (or failed). */
   listening: Promise<unknown>;
@@ -69,14 +72,17 @@ async function start(
   ctx: CommandContext,
 ): Promise<{ running: Running; token: string | undefined }> {
   const store = await openCommandStore(config);
+  // The store's own signal (PostgreSQL's LISTEN) reaches the other workers too.
+  const eventSignal = cluster.isWorker && !store.eventSignal ? new ClusterEventSignal() : undefined;
   let app: FastifyInstance | undefined;
   try {
     const token = await firstToken(config, ctx, store);
-    app = await buildApp(config, { store, logStream: logStream(ctx) });
+    app = await buildApp(config, { store, logStream: logStream(ctx), eventSignal });
     await logStart(app, store, config, token);
     const running: Running = {
       app,
       store,
+      eventSignal,
       deliveries: deliveryLoop(config, store, app),
       // Signals are handled from before listen: a supervisor may send SIGTERM as
       // soon as it sees the "listening" line, before listen() has returned here.
@@ -87,6 +93,7 @@ async function start(
     return { running, token };
   } catch (error) {
     await app?.close().catch(() => {});
+    await eventSignal?.close();
     await store.close().catch(() => {});
     throw error;
   }
@@ -157,6 +164,7 @@ function shutdownOnSignals(
         try {
           await running.listening.catch(() => {});
           await Promise.all([app.close(), running.deliveries.stop()]);
+          await running.eventSignal?.close();
           await (await running.admin.catch(() => undefined))?.close();
           await running.store.close();
           done(0);

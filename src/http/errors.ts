@@ -44,6 +44,7 @@ export type ErrorCode =
   | 'MISSING_CREDENTIALS'
   | 'INVALID_TOKEN'
   | 'INSUFFICIENT_SCOPE'
+  | 'QUOTA_EXCEEDED'
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'NOT_ACCEPTABLE'
@@ -86,6 +87,8 @@ export const errors = {
     new AppError('INSUFFICIENT_SCOPE', 403, `this token lacks the ${scope} scope`, {
       'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
     }),
+  /** The owner's cap on plants (--max-plants-per-owner): a 403, as the token may not store more, whatever it retries. */
+  quotaExceeded: (message: string) => new AppError('QUOTA_EXCEEDED', 403, message),
   notFound: (message: string) => new AppError('NOT_FOUND', 404, message),
   methodNotAllowed: (method: string, path: string, allow: readonly string[]) =>
     new AppError('METHOD_NOT_ALLOWED', 405, `${method} is not allowed on ${path}; allowed: ${allow.join(', ')}`, {

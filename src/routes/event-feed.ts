@@ -30,6 +30,15 @@ interface Stream {
 const PAGE = 500;
 /** How often old events are pruned, at most. */
 const PRUNE_EVERY_MS = 60_000;
+/**
+ * After a wake whose poll found nothing, the feed looks again this soon,
+ * doubling up to LOOK_AGAIN_MAX_MS (never later than the poll), for
+ * LOOK_FOR_MS: a write answered can be unreadable for a while (on
+ * PostgreSQL, behind older transactions anywhere in the cluster not yet ended).
+ */
+const LOOK_AGAIN_MS = 5;
+const LOOK_AGAIN_MAX_MS = 500;
+const LOOK_FOR_MS = 5_000;
 /** A stream closed for being slow gets this long to take its last event before its connection is cut. */
 const SLOW_GRACE_MS = 5_000;
 
@@ -50,8 +59,9 @@ const notice = (type: string, message: string, id?: bigint) =>
 /**
  * The live streams of one process, fed from the store's event log. One query
  * (events above the last id seen, of every owner) serves every stream: it
- * runs at once after a write through this process, and every `pollMs` for
- * writes through other processes and instances, only while a stream is open.
+ * runs at once after a write through this process or when another process
+ * says it wrote (see EventSignal), and every `pollMs` for what no word
+ * reached, only while a stream is open.
  * A stream that resumes first reads its owner's backlog, up to the id the
  * shared query has reached, then takes the live events; the log shows only
  * events below which no other can appear any more (see EventLog), so
@@ -65,6 +75,11 @@ export class EventFeed {
   #starting: Promise<void> | undefined;
   #polling = false;
   #pollAgain = false;
+  /** A wake came since the last poll began. */
+  #woken = false;
+  /** Since when polls look again soon, after a wake found nothing; and how many did. */
+  #lookingSince: number | undefined;
+  #looks = 0;
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #keepalive: NodeJS.Timeout;
   readonly #prune: NodeJS.Timeout;
@@ -151,9 +166,11 @@ export class EventFeed {
     }
   }
 
-  /** A write through this process: look for its events now rather than at the next poll. */
+  /** A write through this process or another: look for its events now rather than at the next poll. */
   wake(): void {
-    if (this.#count > 0 && this.#cursor !== undefined) this.#schedule(0);
+    if (this.#count === 0 || this.#cursor === undefined) return;
+    this.#woken = true;
+    this.#schedule(0);
   }
 
   /** Ends every stream (shutting down); their clients reconnect elsewhere and resume. */
@@ -227,7 +244,10 @@ export class EventFeed {
       return;
     }
     this.#polling = true;
+    const woken = this.#woken;
+    this.#woken = false;
     let full = false;
+    let found = false;
     try {
       const events = await this.log.after(this.#cursor!, PAGE);
       for (const e of events) {
@@ -236,6 +256,7 @@ export class EventFeed {
       }
       if (events.length > 0) this.#cursor = events[events.length - 1]!.id;
       full = events.length === PAGE;
+      found = events.length > 0;
     } catch (error) {
       this.logger.warn({ err: error }, 'reading plant events for live streams failed; trying again');
     } finally {
@@ -243,7 +264,22 @@ export class EventFeed {
     }
     const again = full || this.#pollAgain;
     this.#pollAgain = false;
-    this.#schedule(again ? 0 : this.options.pollMs);
+    this.#schedule(again ? 0 : this.#nextPoll(woken, found));
+  }
+
+  /** When to poll next: soon again while a wake has found nothing yet, else after pollMs. */
+  #nextPoll(woken: boolean, found: boolean): number {
+    const { pollMs } = this.options;
+    const now = performance.now();
+    if (woken && !found) {
+      this.#lookingSince = now;
+      this.#looks = 0;
+    }
+    if (found || this.#lookingSince === undefined || now - this.#lookingSince > LOOK_FOR_MS) {
+      this.#lookingSince = undefined;
+      return pollMs;
+    }
+    return Math.min(LOOK_AGAIN_MS * 2 ** this.#looks++, LOOK_AGAIN_MAX_MS, pollMs);
   }
 
   /**

@@ -12,9 +12,11 @@ import {
   PlantIdParams,
   PlantList,
 } from '../schemas/plant.js';
+import { NewPlantOrBatch } from '../schemas/plant-batch.js';
 import { errorResponses } from '../schemas/responses.js';
-import type { PlantStore } from '../store/store.js';
+import type { PlantLimits, PlantStore } from '../store/store.js';
 import { ListPages, type ListedPage } from './page-cache.js';
+import { createBatch } from './plant-batch.js';
 
 export interface PlantRoutesOptions {
   plants: PlantStore;
@@ -26,6 +28,10 @@ export interface PlantRoutesOptions {
   authenticate: Authenticate;
   /** Told after every create or delete that changed a plant (live streams look for its event at once). */
   changed?: () => void;
+  /** Most plants in one POST /plants array. */
+  maxBatch?: number;
+  /** Most plants one owner may have (--max-plants-per-owner); null: no cap. */
+  maxPlantsPerOwner?: number | null;
 }
 
 const security = [{ bearerAuth: [] }];
@@ -66,11 +72,22 @@ function sendPage(request: FastifyRequest, reply: FastifyReply, page: ListedPage
 
 export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
   app,
-  { plants, listDefaultLimit, listMaxLimit, listCacheBytes, authenticate, changed = () => {} },
+  {
+    plants,
+    listDefaultLimit,
+    listMaxLimit,
+    listCacheBytes,
+    authenticate,
+    changed = () => {},
+    maxBatch = 1000,
+    maxPlantsPerOwner = null,
+  },
 ) => {
   const pages = new ListPages(plants, listCacheBytes);
+  const limits: PlantLimits | undefined = maxPlantsPerOwner === null ? undefined : { maxPlants: maxPlantsPerOwner };
+  const body = NewPlantOrBatch(maxBatch);
 
-  app.post<{ Body: NewPlant }>(
+  app.post<{ Body: NewPlantOrBatch }>(
     '/plants',
     {
       onRequest: authenticate('plants:write'),
@@ -78,19 +95,27 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
         operationId: 'createPlant',
         summary: 'Create a plant',
         description:
-          "Stores a plant for the token's owner and answers with its name and tag. The id may be a JSON integer or a string of decimal digits; send the string form from JavaScript, whose numbers round integers above 2^53. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409. Needs the plants:write scope.",
+          "Stores a plant for the token's owner and answers with its name and tag. The id may be a JSON integer or a string of decimal digits; send the string form from JavaScript, whose numbers round integers above 2^53. Sending the same id again with the same name and tag is a safe retry (200, nothing duplicated); with a different name or tag it is a 409. Needs the plants:write scope.\n\n" +
+          `A JSON array of 1 to ${maxBatch} plants is a batch, stored in one transaction, all or none, and answered with the array of plants in the order sent. An invalid element is a 400 naming its place and field (\`/2/name\`), an id given twice a 400, an id the owner has with another name or tag a 409 naming its place; then nothing is stored. An element identical to a stored plant is a replay, as for one plant. A batch is one request for the rate limit, and each plant it stores is one live event and one webhook event, in order.` +
+          (maxPlantsPerOwner === null
+            ? ''
+            : ` An owner may have at most ${maxPlantsPerOwner} plants: a create or batch that would pass that is a 403, and stores nothing.`),
         tags: ['plants'],
         security,
-        body: NewPlant,
+        body,
         response: {
           200: Type.Ref(Plant, { description: 'The stored plant' }),
           ...errorResponses([400, NEW_PLANT_EXAMPLE_ERROR], 409, 413, 415, ...authErrors('plants:write')),
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
+      if (Array.isArray(request.body)) {
+        const sent = await createBatch(plants, request.principal.owner, request.body, limits, changed);
+        return reply.type('application/json; charset=utf-8').send(sent);
+      }
       const { id, name, tag } = request.body;
-      const outcome = await plants.create(request.principal.owner, { id, name, tag });
+      const outcome = await plants.create(request.principal.owner, { id, name, tag }, limits);
       if (outcome === 'created') changed();
       if (outcome === 'conflict') {
         throw errors.conflict(`a plant with id ${id} already exists with a different name or tag`);

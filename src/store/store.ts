@@ -56,7 +56,14 @@ export interface PlantFilter {
 }
 
 export interface PlantStore {
-  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome>;
+  /** Throws TooManyPlantsError when storing the plant would take the owner past `limits.maxPlants`. */
+  create(owner: string, plant: NewPlantRecord, limits?: PlantLimits): Promise<CreateOutcome>;
+  /**
+   * Stores a batch of one owner's plants in one transaction, all or none (see
+   * BatchOutcome). Throws TooManyPlantsError, storing nothing, when the plants
+   * it would store take the owner past `limits.maxPlants`.
+   */
+  createMany(owner: string, plants: readonly NewPlantRecord[], limits?: PlantLimits): Promise<BatchOutcome>;
   /**
    * A page of one owner's plants in insertion order, after `cursor` (an
    * opaque `next` from an earlier page), as the JSON body a response sends.
@@ -82,6 +89,50 @@ export interface PlantStore {
    * Resolves to the number of plants stored.
    */
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number>;
+}
+
+/** Caps a write is checked against, in the write's own transaction. */
+export interface PlantLimits {
+  /** The most plants one owner may have; undefined: no cap. */
+  maxPlants?: number | undefined;
+}
+
+/**
+ * What a batch create did. stored: every plant is stored, each created now or
+ * a replay of identical content stored before, in the batch's order.
+ * conflict: the plant at `index` has an id the owner has with other content;
+ * repeated: the id at `index` is also at `first`. Either way nothing was stored.
+ */
+export type BatchOutcome =
+  | { kind: 'stored'; outcomes: ('created' | 'replayed')[] }
+  | { kind: 'conflict'; index: number }
+  | { kind: 'repeated'; index: number; first: number };
+
+/** The first id of a batch given twice: the later place and the first; undefined when every id is once. */
+export function repeatedId(plants: readonly NewPlantRecord[]): { index: number; first: number } | undefined {
+  const seen = new Map<bigint, number>();
+  for (let index = 0; index < plants.length; index++) {
+    const id = plants[index]!.id;
+    const first = seen.get(id);
+    if (first !== undefined) return { index, first };
+    seen.set(id, index);
+  }
+  return undefined;
+}
+
+/** Thrown by PlantStore.create and createMany when the plants they would store take the owner past its cap. */
+export class TooManyPlantsError extends Error {
+  constructor(
+    readonly count: number,
+    readonly max: number,
+    readonly adding: number,
+  ) {
+    super(
+      `the owner has ${count} plants and may have at most ${max} (--max-plants-per-owner); ` +
+        `this request would store ${adding} more: delete some first`,
+    );
+    this.name = 'TooManyPlantsError';
+  }
 }
 
 export type Scope = 'plants:read' | 'plants:write';
@@ -312,9 +363,28 @@ export interface EventLog {
   prune(before: number, keep: number): Promise<number>;
 }
 
+/**
+ * Word between the processes sharing one store that events were logged, so
+ * that their live streams look at once instead of at their next poll. Only a
+ * hint: nothing is lost when one goes missing, the poll still finds it.
+ */
+export interface EventSignal {
+  /** Tells the other processes that this one logged events; calls in one turn of the event loop send one word. */
+  announce(): void;
+  /**
+   * Calls `listener` when another process says it logged events, and after
+   * the word could not be heard for a while (events may have gone unheard).
+   * Returns what stops it.
+   */
+  listen(listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly events: EventLog;
+  /** How the processes on this store tell each other of new events; undefined where the store has no way. */
+  readonly eventSignal: EventSignal | undefined;
   readonly plants: PlantStore;
   readonly tokens: TokenStore;
   readonly transfer: StoreTransfer;

@@ -34,8 +34,11 @@ describeHttpLayer('attack surface', (fx) => {
   it('takes no URL from a client: every input is one of limit, cursor, id, name, tag, Last-Event-ID, If-None-Match (API7)', async () => {
     const d = await doc();
     const inputs = new Set<string>();
-    const propertiesOf = (schema: { $ref?: string; properties?: object } | undefined): string[] => {
+    type Schema = { $ref?: string; properties?: object; oneOf?: Schema[]; items?: Schema };
+    const propertiesOf = (schema: Schema | undefined): string[] => {
       if (!schema) return [];
+      if (schema.oneOf) return schema.oneOf.flatMap(propertiesOf);
+      if (schema.items) return propertiesOf(schema.items);
       if (schema.$ref) {
         const component = d.components.schemas[schema.$ref.split('/').pop()!]!;
         return [

@@ -14,11 +14,19 @@ import { readEventStream, type ServerSentEvent } from '../../packages/client/src
 import { PlantStoreClient, type PlantChange } from '../../src/client/index.js';
 import type { Config } from '../../src/config.js';
 import type { Scope, Store } from '../../src/store/store.js';
+import { eventually } from '../helpers/eventually.js';
 import { closeEventWriter, openEventWriter } from '../helpers/open-event-writer.js';
+import { query as pgQuery } from '../helpers/pg.js';
 import { after, before, describe, it } from '../helpers/requirements.js';
 import { describeEachStore, type StoreFixture } from '../helpers/stores.js';
 
 const T = { timeout: 20_000 };
+/** The servers' LISTEN connections to this test's database. */
+const EVENTS_BACKENDS = "application_name = 'plant-store-events' AND datname = current_database()";
+/** How many there are, and how many have got as far as LISTEN (their last statement is one of the signal's own). */
+const LISTENING = `SELECT count(*)::int AS all, count(*) FILTER (WHERE state = 'idle'
+    AND query IN ('LISTEN plant_store_events', 'NOTIFY plant_store_events', 'SELECT 1'))::int AS listening
+  FROM pg_stat_activity WHERE ${EVENTS_BACKENDS}`;
 const INT64_MAX = 9223372036854775807n;
 
 interface Server {
@@ -443,6 +451,65 @@ describeEachStore(
         await two.app.close();
       }
     });
+
+    // The poll would find the event only a minute later: what arrives within a
+    // second (of the write, or of its event becoming readable past other
+    // transactions in the cluster) came by the wake-up.
+    it('with the poll at 60 s, wakes its own streams at once after a write through the same server', T, async () => {
+      const s = await serve(fx, { eventsPollMs: 60_000 });
+      try {
+        const t = (await issueToken(s.store.tokens, { owner: 'woken' })).token;
+        const stream = await Stream.open(s.base, t);
+        for (const [i, name] of ['first', 'second'].entries()) {
+          assert.equal(await create(s, t, i + 1, name), 200);
+          await readable(s.store, 'woken', i + 1);
+          const [event] = await stream.take(1, 1000);
+          assert.match(event?.data ?? 'nothing within 1 s', new RegExp(`"${name}"`));
+        }
+        assert.equal(await remove(s, t, 1), 204);
+        await readable(s.store, 'woken', 3);
+        const [deleted] = await stream.take(1, 1000);
+        assert.equal(deleted?.event, 'plant.deleted');
+        stream.close();
+      } finally {
+        await s.app.close();
+      }
+    });
+
+    if (fx.kind === 'postgres')
+      it(
+        'with the poll at 60 s, reaches a stream on another server within 1 s, also after its LISTEN connection was cut',
+        T,
+        async () => {
+          const one = await serve(fx, { eventsPollMs: 60_000 });
+          const two = await serve(fx, { eventsPollMs: 60_000 });
+          try {
+            const t = (await issueToken(one.store.tokens, { owner: 'told' })).token;
+            const stream = await Stream.open(two.base, t);
+            // Every LISTEN connection to the database listens (earlier tests' stores' too), and at least these two.
+            const listening = async () => {
+              const [row] = await pgQuery<{ all: number; listening: number }>(fx.db, LISTENING);
+              return row!.listening === row!.all && row!.all >= 2;
+            };
+            await eventually(listening, 10_000, { what: 'both servers listening' });
+            assert.equal(await create(one, t, 1, 'told at once'), 200);
+            await readable(one.store, 'told', 1);
+            const [event] = await stream.take(1, 1000);
+            assert.match(event?.data ?? 'nothing within 1 s', /"told at once"/);
+
+            await pgQuery(fx.db, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${EVENTS_BACKENDS}`);
+            await eventually(listening, 10_000, { what: 'both servers listening again' });
+            assert.equal(await create(one, t, 2, 'told after reconnecting'), 200);
+            await readable(one.store, 'told', 2);
+            const [again] = await stream.take(1, 1000);
+            assert.match(again?.data ?? 'nothing within 1 s', /"told after reconnecting"/);
+            stream.close();
+          } finally {
+            await one.app.close();
+            await two.app.close();
+          }
+        },
+      );
 
     it('watchPlants yields typed events with bigint ids and resumes by itself across a restart', T, async () => {
       const s = await serve(fx);

@@ -162,7 +162,9 @@ describeHttpLayer('OpenAPI document', (fx) => {
         pointer('paths', '/plants', 'post', 'responses', '200', 'content', 'application/json', 'schema'),
       );
       assert.equal(plant({ name: 'x', tag: 'y' }), true);
-      for (const bad of [{}, { name: 5 }, { name: 'x', tag: null }, [{ name: 'x' }]]) {
+      // A batch is answered with the array of its plants.
+      assert.equal(plant([{ name: 'x' }, { name: 'y', tag: '' }]), true);
+      for (const bad of [{}, { name: 5 }, { name: 'x', tag: null }, [{ name: 'x' }, { tag: 'y' }], [[{ name: 'x' }]]]) {
         assert.equal(plant(bad), false, JSON.stringify(bad));
       }
       const list = schemaAt(
@@ -190,7 +192,12 @@ describeHttpLayer('OpenAPI document', (fx) => {
         string,
         unknown
       >;
-      assert.deepEqual(body, { $ref: '#/components/schemas/NewPlant' });
+      // One NewPlant, or a batch: an array of them.
+      const [one, batch] = body.oneOf as [Record<string, unknown>, Record<string, unknown>];
+      assert.deepEqual(one, { $ref: '#/components/schemas/NewPlant' });
+      assert.equal(batch.type, 'array');
+      assert.deepEqual(batch.items, { $ref: '#/components/schemas/NewPlant' });
+      assert.deepEqual([batch.minItems, batch.maxItems], [1, 1000]);
       const newPlant = doc.components.schemas.NewPlant as {
         allOf: Array<Record<string, unknown>>;
         unevaluatedProperties: boolean;
@@ -669,7 +676,24 @@ describeHttpLayer('OpenAPI document', (fx) => {
   // The pattern of a string id cannot say the int64 range: strings of up to 20
   // digits outside it (and integers outside it) are left out here.
   describe('the document and the server agree on request bodies', () => {
-    const bodies: Array<[string, Record<string, unknown>]> = [
+    const bodies: Array<[string, Record<string, unknown> | unknown[]]> = [
+      [
+        'a batch of two plants',
+        [
+          { id: 120, name: 'Fern' },
+          { id: '121', name: 'Moss', tag: '' },
+        ],
+      ],
+      ['an empty batch', []],
+      [
+        'a batch with an invalid plant',
+        [
+          { id: 122, name: 'Fern' },
+          { id: 123, name: '' },
+        ],
+      ],
+      ['a batch with an unknown property', [{ id: 124, name: 'Fern', color: 'red' }]],
+      ['a batch inside a batch', [[{ id: 125, name: 'Fern' }]]],
       ['a plant with a tag', { id: 100, name: 'Fern', tag: 'green' }],
       ['a plant without a tag', { id: 101, name: 'Moss' }],
       ['an empty tag', { id: 102, name: 'Ivy', tag: '' }],

@@ -28,7 +28,9 @@ describeOnStore('postgres', 'PostgreSQL connections of serve --workers', (fx) =>
     assert.equal(r.code, 2, `${r.stdout}${r.stderr}`);
     assert.match(
       r.stderr,
-      new RegExp(`--workers 3 × --pg-pool-size ${pool} = ${3 * pool} PostgreSQL connections would not fit`),
+      new RegExp(
+        `--workers 3 × \\(--pg-pool-size ${pool} \\+ 1 for live events\\) = ${3 * (pool + 1)} PostgreSQL connections would not fit`,
+      ),
     );
     assert.match(
       r.stderr,
@@ -40,7 +42,10 @@ describeOnStore('postgres', 'PostgreSQL connections of serve --workers', (fx) =>
 
     const one = await runCliInProcess(['serve', ...serveArgs(fx.db, '--pg-pool-size', String(max))]);
     assert.equal(one.code, 2, `${one.stdout}${one.stderr}`);
-    assert.match(one.stderr, new RegExp(`--pg-pool-size ${max} PostgreSQL connections would not fit`));
+    assert.match(
+      one.stderr,
+      new RegExp(`--pg-pool-size ${max} \\+ 1 for live events = ${max + 1} PostgreSQL connections would not fit`),
+    );
   });
 
   it('opens at most workers × pool size connections under load', { timeout: 60_000 }, async () => {

@@ -28,6 +28,22 @@ export const LIMITS = {
     schema: Type.Integer({ minimum: 1, maximum: INT32_MAX }),
     help: 'largest page size; a larger ?limit is clamped to it',
   },
+  'max-batch': {
+    group: 'limits',
+    env: 'PLANTS_MAX_BATCH',
+    default: '1000',
+    arg: 'N',
+    schema: Type.Integer({ minimum: 1, maximum: 100_000 }),
+    help: 'most plants in one POST /plants array, stored in one transaction',
+  },
+  'max-plants-per-owner': {
+    group: 'limits',
+    env: 'PLANTS_MAX_PLANTS_PER_OWNER',
+    default: 'off',
+    arg: 'N|off',
+    schema: Type.Union([Type.Integer({ minimum: 1, maximum: INT32_MAX }), Type.Null()]),
+    help: 'most plants one token owner may have; a create or batch that would pass it is refused (403); off: no cap',
+  },
   'max-connections': {
     group: 'limits',
     env: 'PLANTS_MAX_CONNECTIONS',

@@ -39,7 +39,8 @@ export async function connectionRoom(config: PostgresConfig): Promise<Connection
 
 /**
  * Refuses (ConfigError) a start whose processes could open more connections
- * than the server has room for: each of `processes` opens up to `poolSize`.
+ * than the server has room for: each of `processes` opens up to `poolSize`,
+ * and one for LISTEN.
  * The room is max_connections, less the slots kept for superusers (so an
  * administrator can still get in) and the connections open now. Behind a
  * transaction pooler the server's limit is not ours to count: the pooler's
@@ -48,13 +49,15 @@ export async function connectionRoom(config: PostgresConfig): Promise<Connection
 export async function checkConnectionBudget(config: PostgresConfig, processes: number): Promise<void> {
   if (config.pooler === 'transaction') return;
   const room = await connectionRoom(config);
-  const needed = processes * config.poolSize;
+  // Each process also holds one connection of its own for LISTEN (live events of the others).
+  const needed = processes * (config.poolSize + 1);
   const left = roomLeft(room);
   if (needed <= left) return;
+  const each = `--pg-pool-size ${config.poolSize} + 1 for live events`;
   const demand =
     processes > 1
-      ? `--workers ${processes} × --pg-pool-size ${config.poolSize} = ${needed} PostgreSQL connections`
-      : `--pg-pool-size ${config.poolSize} PostgreSQL connections`;
+      ? `--workers ${processes} × (${each}) = ${needed} PostgreSQL connections`
+      : `${each} = ${needed} PostgreSQL connections`;
   throw new ConfigError(
     `${demand} would not fit: the server has room for ${Math.max(0, left)} ` +
       `(max_connections ${room.maxConnections}, less ${room.reserved} reserved for superusers, ` +

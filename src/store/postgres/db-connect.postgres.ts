@@ -263,6 +263,28 @@ function connectionSurvives(error: unknown): boolean {
   return error instanceof pg.DatabaseError && unavailableReason(error) === undefined;
 }
 
+/**
+ * Runs `work` between BEGIN and COMMIT on `client`, and ROLLBACK when it
+ * throws. Should the rollback fail too, the session's state is unknown: the
+ * error then thrown is not a database error, so that the connection is
+ * discarded instead of pooled.
+ */
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      throw new Error('a transaction failed and could not be rolled back', { cause: error });
+    }
+    throw error;
+  }
+}
+
 const queryTime = dbQueryDuration.series('postgres');
 const commitTime = dbCommitDuration.series('postgres');
 
@@ -325,4 +347,26 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
     // Releasing with an error destroys the connection instead of pooling it.
     client.release(broken);
   }
+}
+
+/**
+ * The connection a process holds for LISTEN (live events of other
+ * processes): its own, outside the pool, so that it stays in its session.
+ * Only for direct connections (or a session pooler): behind a transaction
+ * pooler a session's LISTEN would be left on whichever server connection the
+ * pooler chose. A heartbeat query notices a peer gone silent long before TCP
+ * keep-alive does, bounded by a client-side limit like every other query.
+ */
+export function createListenClient(config: PostgresConfig): pg.Client {
+  return new pg.Client({
+    connectionString: config.url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    application_name: 'plant-store-events',
+    // A NOTIFY is a transaction of its own: no need to wait for its commit to
+    // reach the disk, since a word lost in a crash only leaves the poll to deliver.
+    options: '-c synchronous_commit=off',
+  });
 }

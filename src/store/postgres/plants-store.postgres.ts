@@ -1,7 +1,18 @@
 import type pg from 'pg';
 import { CursorCodec } from '../cursor.js';
-import type { CreateOutcome, JsonPage, NewPlantRecord, PlantFilter, PlantRecord, PlantStore } from '../store.js';
-import { withClient, writeWithClient } from './db-connect.postgres.js';
+import {
+  repeatedId,
+  type BatchOutcome,
+  type CreateOutcome,
+  type JsonPage,
+  type NewPlantRecord,
+  type PlantFilter,
+  type PlantLimits,
+  type PlantRecord,
+  type PlantStore,
+} from '../store.js';
+import { createBatch } from './batch-create.postgres.js';
+import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
@@ -92,8 +103,17 @@ export class PostgresPlantStore implements PlantStore {
     return this.#codec;
   }
 
-  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
-    return this.#inserts.create(owner, plant);
+  async create(owner: string, plant: NewPlantRecord, limits?: PlantLimits): Promise<CreateOutcome> {
+    if (limits?.maxPlants === undefined) return this.#inserts.create(owner, plant);
+    // The count and the insert under the owner's lock, which the batched statement cannot hold across both.
+    const outcome = await createBatch(this.pool, owner, [plant], limits.maxPlants);
+    return outcome.kind === 'stored' ? outcome.outcomes[0]! : 'conflict';
+  }
+
+  async createMany(owner: string, plants: readonly NewPlantRecord[], limits?: PlantLimits): Promise<BatchOutcome> {
+    const repeated = repeatedId(plants);
+    if (repeated) return { kind: 'repeated', ...repeated };
+    return createBatch(this.pool, owner, plants, limits?.maxPlants);
   }
 
   /** One create on its own statement, for the batches that cannot take it. */
@@ -145,9 +165,8 @@ export class PostgresPlantStore implements PlantStore {
   }
 
   insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {
-    return writeWithClient(this.pool, async (client) => {
-      await client.query('BEGIN');
-      try {
+    return writeWithClient(this.pool, (client) =>
+      inTransaction(client, async () => {
         let inserted = 0;
         let ids: string[] = [];
         let names: string[] = [];
@@ -167,18 +186,8 @@ export class PostgresPlantStore implements PlantStore {
           if (ids.length === INSERT_MANY_BATCH) await flush();
         }
         await flush();
-        await client.query('COMMIT');
         return inserted;
-      } catch (error) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          // The session's state is unknown: fail with a non-database error so
-          // withClient discards the connection instead of pooling it.
-          throw new Error('bulk insert failed and could not be rolled back', { cause: error });
-        }
-        throw error;
-      }
-    });
+      }),
+    );
   }
 }

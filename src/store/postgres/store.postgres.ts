@@ -9,6 +9,7 @@ import { hostPort, postgresTarget } from '../../db-url.js';
 import { postgresMigrations } from './migrations.postgres.js';
 import { MigrationDialect } from './migration-lock.postgres.js';
 import { PostgresEventLog } from './event-log.postgres.js';
+import { PostgresEventSignal } from './event-signal.postgres.js';
 import { PostgresPlantStore } from './plants-store.postgres.js';
 import { PostgresTokenStore } from './tokens-store.postgres.js';
 import { PostgresTransfer } from './transfer.postgres.js';
@@ -42,7 +43,11 @@ export class PostgresStore implements Store {
   readonly events: PostgresEventLog;
   #closed: Promise<void> | undefined;
 
-  constructor(private readonly pool: pg.Pool) {
+  /** `eventSignal`: none behind a transaction pooler, where LISTEN cannot work. */
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly eventSignal: PostgresEventSignal | undefined = undefined,
+  ) {
     this.plants = new PostgresPlantStore(pool);
     this.tokens = new PostgresTokenStore(pool);
     this.transfer = new PostgresTransfer(pool);
@@ -62,7 +67,7 @@ export class PostgresStore implements Store {
 
   /** Ends the pool once; in-flight queries finish first, later calls answer StoreUnavailableError. */
   close(): Promise<void> {
-    this.#closed ??= this.pool.end();
+    this.#closed ??= Promise.all([this.pool.end(), this.eventSignal?.close()]).then(() => {});
     return this.#closed;
   }
 }
@@ -96,7 +101,10 @@ export async function openPostgresStore(
 ): Promise<PostgresStore> {
   if (config.migrate === 'require') await requirePostgresSchema(config);
   else if (config.migrate !== false) await migratePostgres(config);
-  const store = new PostgresStore(createPgPool(config));
+  const store = new PostgresStore(
+    createPgPool(config),
+    config.pooler === 'none' ? new PostgresEventSignal(config) : undefined,
+  );
   // One connection with the pool's own startup parameters (the migrator
   // sends none), so a pooler that refuses them stops the start with the
   // setting that fixes it instead of failing every request later.

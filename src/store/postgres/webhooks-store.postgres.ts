@@ -12,7 +12,7 @@ import {
   type WebhookEventType,
   type WebhookStore,
 } from '../store.js';
-import { withClient, writeWithClient } from './db-connect.postgres.js';
+import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
 
 interface EndpointRow {
   id: string;
@@ -184,18 +184,6 @@ const DISABLE = {
     )
     SELECT count(*)::int AS disabled FROM disabled`,
 } as const;
-
-async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await work();
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  }
-}
 
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: pg.Pool) {}

@@ -3,9 +3,27 @@ import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
 import { eventRecorder, type OutboxOp, type OutboxResults } from './outbox-writes.sqlite.js';
 import { boundLimit } from './bound-limit.js';
 
+/** A plant as a create op carries it to the writer thread. */
+export interface PlantRow {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+/** maxPlants: the owner's cap (--max-plants-per-owner); absent for none. */
 export type PlantOp =
-  | { kind: 'create'; owner: string; id: bigint; name: string; tag: string | null }
+  | ({ kind: 'create'; owner: string; maxPlants?: number | undefined } & PlantRow)
+  | { kind: 'create-batch'; owner: string; plants: PlantRow[]; maxPlants?: number | undefined }
   | { kind: 'delete'; owner: string; id: bigint };
+
+/** A create refused for the owner's cap: how many plants the owner has, and how many the write would add. */
+export interface OverCap {
+  over: { count: number; adding: number };
+}
+
+/** What a batch did, in its savepoint: all stored, or nothing (the first conflict, or the cap). */
+export type BatchResult =
+  { kind: 'stored'; outcomes: ('created' | 'replayed')[] } | { kind: 'conflict'; index: number } | OverCap;
 
 /** Prunes the event log: events older than `before` (ms since the epoch), and all but the newest `keep`. */
 export type EventPruneOp = { kind: 'events-prune'; before: number; keep: number };
@@ -15,7 +33,8 @@ export type WriteOp = PlantOp | OutboxOp | EventPruneOp;
 
 /** What each kind of write answers: a create its outcome, a delete the seq of the plant it deleted, if one was there. */
 export interface WriteResults extends OutboxResults {
-  create: CreateOutcome;
+  create: CreateOutcome | OverCap;
+  'create-batch': BatchResult;
   delete: bigint | undefined;
   'events-prune': number;
 }
@@ -27,7 +46,7 @@ export interface WriteFailure {
   code: string | undefined;
 }
 
-interface PlantRow {
+interface StoredPlant {
   name: string;
   tag: string | null;
 }
@@ -39,13 +58,23 @@ export const INSERT_PLANT =
 /**
  * The plant writes as plain statements on one connection; the caller owns the
  * transaction. A write that changed a plant also records its webhook events,
- * in the same transaction. Call newBatch() before each transaction.
+ * in the same transaction. A batch runs in a savepoint of its own, so that
+ * when it stores nothing (a conflict, the cap) the other writes of the same
+ * transaction keep theirs. Call newBatch() before each transaction.
  */
-export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutcome | bigint | undefined) & {
+export function plantWriter(db: Database.Database): ((op: PlantOp) => WriteResults[PlantOp['kind']]) & {
   newBatch(): void;
 } {
   const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
-  const find = db.prepare<[string, bigint], PlantRow>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
+  const find = db.prepare<[string, bigint], StoredPlant>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
+  // Counted only up to the cap (plus one), so a check costs at most the cap's rows of the index.
+  const countUpTo = db
+    .prepare<[string, number], number>(`SELECT count(*) FROM (SELECT 1 FROM plants WHERE owner = ? ${boundLimit('?')})`)
+    .pluck();
+  const count = db.prepare<[string], number>('SELECT count(*) FROM plants WHERE owner = ?').pluck();
+  const savepoint = db.prepare('SAVEPOINT plant_batch');
+  const release = db.prepare('RELEASE plant_batch');
+  const rollback = db.prepare('ROLLBACK TO plant_batch');
   const remove = db
     .prepare<[string, bigint], bigint>('DELETE FROM plants WHERE owner = ? AND id = ? RETURNING seq')
     .pluck()
@@ -54,22 +83,64 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => CreateOutc
   const log = db.prepare<[string, string, bigint, string | null, string | null, number]>(
     'INSERT INTO plant_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const write = (op: PlantOp): CreateOutcome | bigint | undefined => {
-    if (op.kind === 'delete') {
-      const seq = remove.get(op.owner, op.id);
-      if (seq === undefined) return undefined;
-      events.record('plant.deleted', op.owner, op.id, null, null);
-      log.run(op.owner, 'plant.deleted', op.id, null, null, Date.now());
-      return seq;
-    }
-    if (insert.run(op.owner, op.id, op.name, op.tag).changes === 1) {
-      events.record('plant.created', op.owner, op.id, op.name, op.tag);
-      log.run(op.owner, 'plant.created', op.id, op.name, op.tag, Date.now());
+  const create = (owner: string, { id, name, tag }: PlantRow): CreateOutcome => {
+    if (insert.run(owner, id, name, tag).changes === 1) {
+      events.record('plant.created', owner, id, name, tag);
+      log.run(owner, 'plant.created', id, name, tag, Date.now());
       return 'created';
     }
     // A replay or a conflict changed nothing, so it is no event.
-    const existing = find.get(op.owner, op.id);
-    return existing && existing.name === op.name && existing.tag === op.tag ? 'replayed' : 'conflict';
+    const existing = find.get(owner, id);
+    return existing && existing.name === name && existing.tag === tag ? 'replayed' : 'conflict';
+  };
+  const createOne = (op: Extract<PlantOp, { kind: 'create' }>): CreateOutcome | OverCap => {
+    // A replay or a conflict stores nothing, so only a new id is checked against the cap.
+    if (op.maxPlants !== undefined && find.get(op.owner, op.id) === undefined) {
+      if (countUpTo.get(op.owner, op.maxPlants)! >= op.maxPlants)
+        return { over: { count: count.get(op.owner)!, adding: 1 } };
+    }
+    return create(op.owner, op);
+  };
+  const createBatch = (op: Extract<PlantOp, { kind: 'create-batch' }>): BatchResult => {
+    savepoint.run();
+    try {
+      const outcomes: ('created' | 'replayed')[] = new Array(op.plants.length);
+      let adding = 0;
+      for (let index = 0; index < op.plants.length; index++) {
+        const outcome = create(op.owner, op.plants[index]!);
+        if (outcome === 'conflict') {
+          rollback.run();
+          release.run();
+          return { kind: 'conflict', index };
+        }
+        if (outcome === 'created') adding++;
+        outcomes[index] = outcome;
+      }
+      if (op.maxPlants !== undefined && adding > 0 && countUpTo.get(op.owner, op.maxPlants + 1)! > op.maxPlants) {
+        const total = count.get(op.owner)!;
+        rollback.run();
+        release.run();
+        return { over: { count: total - adding, adding } };
+      }
+      release.run();
+      return { kind: 'stored', outcomes };
+    } catch (error) {
+      // Undo the batch's part, unless the error ended the whole transaction already (group-commit.ts).
+      if (db.inTransaction) {
+        rollback.run();
+        release.run();
+      }
+      throw error;
+    }
+  };
+  const write = (op: PlantOp): WriteResults[PlantOp['kind']] => {
+    if (op.kind === 'create') return createOne(op);
+    if (op.kind === 'create-batch') return createBatch(op);
+    const seq = remove.get(op.owner, op.id);
+    if (seq === undefined) return undefined;
+    events.record('plant.deleted', op.owner, op.id, null, null);
+    log.run(op.owner, 'plant.deleted', op.id, null, null, Date.now());
+    return seq;
   };
   return Object.assign(write, { newBatch: () => events.newBatch() });
 }

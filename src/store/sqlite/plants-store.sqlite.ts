@@ -3,12 +3,16 @@ import { dbQueryDuration, metricsOn } from '../../metrics/metrics.js';
 import { CursorCodec } from '../cursor.js';
 import {
   StoreUnavailableError,
+  TooManyPlantsError,
+  repeatedId,
+  type BatchOutcome,
   type ChangeVersion,
   type CreateOutcome,
   type JsonPage,
   type NewPlantRecord,
   type PlantFilter,
   type PlantRecord,
+  type PlantLimits,
   type PlantStore,
 } from '../store.js';
 import type { ChangeEpoch } from './change-epoch.js';
@@ -74,15 +78,33 @@ export class SqlitePlantStore implements PlantStore {
     if (!this.db.open) throw new StoreUnavailableError(new Error('the SQLite store is closed'));
   }
 
-  create(owner: string, plant: NewPlantRecord): Promise<CreateOutcome> {
+  async create(owner: string, plant: NewPlantRecord, limits?: PlantLimits): Promise<CreateOutcome> {
     this.#ensureOpen();
-    return this.writer.run({
+    const outcome = await this.writer.run({
       kind: 'create',
       owner,
       id: plant.id,
       name: plant.name,
       tag: plant.tag ?? null,
+      maxPlants: limits?.maxPlants,
     });
+    if (typeof outcome === 'object') throw new TooManyPlantsError(outcome.over.count, limits!.maxPlants!, 1);
+    return outcome;
+  }
+
+  // One write of the writer thread, in a savepoint of its own within the group commit.
+  async createMany(owner: string, plants: readonly NewPlantRecord[], limits?: PlantLimits): Promise<BatchOutcome> {
+    this.#ensureOpen();
+    const repeated = repeatedId(plants);
+    if (repeated) return { kind: 'repeated', ...repeated };
+    const result = await this.writer.run({
+      kind: 'create-batch',
+      owner,
+      plants: plants.map((p) => ({ id: p.id, name: p.name, tag: p.tag ?? null })),
+      maxPlants: limits?.maxPlants,
+    });
+    if ('over' in result) throw new TooManyPlantsError(result.over.count, limits!.maxPlants!, result.over.adding);
+    return result;
   }
 
   async page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage> {

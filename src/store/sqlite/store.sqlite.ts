@@ -54,6 +54,8 @@ export class SqliteStore implements Store {
   readonly webhooks: SqliteWebhookStore;
   readonly outbox: SqliteOutboxStore;
   readonly events: SqliteEventLog;
+  // Processes on one file share no channel (with --workers, the workers tell each other instead).
+  readonly eventSignal = undefined;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
   readonly #path: string;

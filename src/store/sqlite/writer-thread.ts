@@ -27,6 +27,12 @@ export class SqliteWriteError extends Error {
   }
 }
 
+/** Whether a batch create's result stored a new plant. */
+const batchCreated = (value: WriteResult): boolean =>
+  typeof value === 'object' && value !== null && 'kind' in value && value.kind === 'stored'
+    ? value.outcomes.includes('created')
+    : false;
+
 /** Told of every batch the thread commits and every probe it answers: a ChangeEpoch. */
 export type CommitListener = Pick<ChangeEpoch, 'follow' | 'committed' | 'probed'>;
 
@@ -265,6 +271,7 @@ export class WriterThread implements WriterProbe {
         const o = outcomes[i];
         if (!o?.ok) return [];
         if (p.op.kind === 'create' && o.value === 'created') return [{ owner: p.op.owner, appended: true }];
+        if (p.op.kind === 'create-batch' && batchCreated(o.value)) return [{ owner: p.op.owner, appended: true }];
         if (p.op.kind === 'delete' && typeof o.value === 'bigint')
           return [{ owner: p.op.owner, appended: false, deleted: o.value }];
         return [];

@@ -93,7 +93,11 @@ function connect(): Connection | WriteFailure {
     const outbox = outboxWriter(db);
     const prune = eventPruner(db);
     const write = (op: WriteOp): WriteResult =>
-      op.kind === 'create' || op.kind === 'delete' ? plants(op) : op.kind === 'events-prune' ? prune(op) : outbox(op);
+      op.kind === 'create' || op.kind === 'create-batch' || op.kind === 'delete'
+        ? plants(op)
+        : op.kind === 'events-prune'
+          ? prune(op)
+          : outbox(op);
     connection = { db, writes: new GroupCommit(db), plants, write, dataVersion, seen: undefined };
     return connection;
   } catch (error) {
