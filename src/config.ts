@@ -6,10 +6,21 @@
 // rules/, listed in rules.ts. This module is what the rest of the service
 // imports.
 export { SETTING_GROUPS, type Rate, type SettingGroup, type SettingSpec } from './config/setting-spec.js';
-export { ALL_SETTINGS, SETTINGS, isSwitch, settingSpec, withValueFiles, type SettingName } from './config/settings.js';
-export { ConfigError, type Config, type Durability, type PgPooler } from './config/schema.js';
+export {
+  ALL_SETTINGS,
+  FILE_OF,
+  SETTINGS,
+  isSwitch,
+  settingSpec,
+  withValueFiles,
+  type SettingName,
+} from './config/settings.js';
+export { ConfigError, camel, type Config, type Durability, type PgPooler } from './config/schema.js';
 export { parseConfigFile, type ConfigFile } from './config/config-file.js';
-export { loadConfig } from './config/engine.js';
+export { loadConfig, readSettings, type SettingsRead } from './config/engine.js';
+export type { Source } from './config/rule.js';
+export { valueText } from './config/text.js';
+export { OPERATOR_FILE_MAX_BYTES, readOperatorFile } from './config/operator-file.js';
 export { editDistance, nearest } from './config/nearest.js';
 export { checkCorsOrigin } from './config/rules/cors.js';
 export { checkDb, isPostgresUrl } from './config/rules/db-url.js';

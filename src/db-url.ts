@@ -45,6 +45,18 @@ function queryOf(url: string): URLSearchParams | undefined {
   return q < 0 ? undefined : new URLSearchParams(url.slice(q + 1).split('#', 1)[0]);
 }
 
+/** The files a PostgreSQL URL's query names for TLS (sslcert, sslkey, sslrootcert), which pg reads when it connects. */
+export function sslFiles(url: string): { name: string; path: string }[] {
+  const query = queryOf(url);
+  return SSL_FILES.flatMap(
+    (name) =>
+      query
+        ?.getAll(name)
+        .filter(Boolean)
+        .map((path) => ({ name, path })) ?? [],
+  );
+}
+
 function withoutSslFiles(url: string): string {
   const query = queryOf(url);
   if (!query || !SSL_FILES.some((name) => query.has(name))) return url;
@@ -77,18 +89,23 @@ export function hostPort(target: { host: string; port: number }): string {
  * A URL fit for a message, even a malformed one no parser reads: everything
  * between the scheme and the last "@" (user and password, whatever
  * characters the password holds) becomes "***", and what follows is shown
- * only when it looks like a host, port and database name (an "@" may sit in
- * the password). Without an "@", a colon in the authority not followed by a
- * port number is taken for a password too. Text without a scheme (a file
- * path) is returned as it is.
+ * only when it looks like a host, port, database name and plain query (an
+ * "@" may sit in the password). Without an "@", a colon in the authority not followed by a
+ * port number is taken for a password too, and so is the value of a
+ * password parameter of the query. Text without a scheme (a file path) is
+ * returned as it is.
  */
 export function withoutPassword(text: string): string {
+  return withoutUserInfo(text.replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***'));
+}
+
+function withoutUserInfo(text: string): string {
   const prefix = /^[a-z][a-z0-9+.-]*(?::\/{0,3}|\/\/)/i.exec(text)?.[0] ?? '';
   const rest = text.slice(prefix.length);
   const at = rest.lastIndexOf('@');
   if (at >= 0) {
     const after = rest.slice(at + 1);
-    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?$/.test(after) ? after : '…'}`;
+    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?(\?[\w.=&%*-]*)?$/.test(after) ? after : '…'}`;
   }
   if (prefix === '') return text;
   const authority = rest.split(/[/?#]/, 1)[0]!;

@@ -1,17 +1,17 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
-import { readFileSync } from 'node:fs';
 import {
-  ConfigError,
   SETTINGS,
   SETTING_GROUPS,
   isSwitch,
-  loadConfig,
+  type loadConfig,
   nearest,
   parseConfigFile,
+  readOperatorFile,
+  readSettings,
   settingSpec,
   type Config,
-  type ConfigFile,
+  type SettingsRead,
   type SettingName,
   withValueFiles,
 } from '../config.js';
@@ -235,21 +235,21 @@ export function commandConfig(
   ctx: Pick<CliIo, 'env'>,
   extra: Parameters<typeof loadConfig>[2] = {},
 ): Readonly<Config> {
-  const path = typeof values.config === 'string' ? values.config : ctx.env.PLANTS_CONFIG || undefined;
-  let file: ConfigFile | undefined;
-  if (path !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new ConfigError(
-        `cannot read the configuration file ${path}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-      );
-    }
-    file = parseConfigFile(path, text);
-  }
-  return loadConfig(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
+  return commandSettingsRead(cmd, values, ctx, extra).config;
+}
+
+/** commandConfig, with where each setting came from. */
+export function commandSettingsRead(
+  cmd: Command,
+  values: ArgValues,
+  ctx: Pick<CliIo, 'env'>,
+  extra: Parameters<typeof loadConfig>[2] = {},
+): SettingsRead {
+  const fromFlag = typeof values.config === 'string';
+  const path = fromFlag ? (values.config as string) : ctx.env.PLANTS_CONFIG || undefined;
+  const setting = fromFlag ? '--config' : 'PLANTS_CONFIG';
+  const file = path === undefined ? undefined : parseConfigFile(path, readOperatorFile(path, setting));
+  return readSettings(settingFlags(cmd, values), ctx.env, extra, commandSettings(cmd), file);
 }
 
 /** A list-valued flag (--scope a,b or --scope a --scope b): its items. */

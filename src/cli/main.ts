@@ -3,6 +3,7 @@ import { ConfigError, editDistance, nearest } from '../config.js';
 import { errorMessages } from '../store/error-causes.js';
 import { UsageError, helpText, parseCommandArgs, wrap, type CliIo, type Command } from './args.js';
 import { backup } from './backup.js';
+import { configCommand } from './config.js';
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
 import { migrate } from './migrate.js';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly Command[] = [
   webhookAdd,
   webhookList,
   webhookRemove,
+  configCommand,
   migrate,
   backup,
   restore,

@@ -3,12 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import { startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
 import { flushLogger } from '../app/logger.js';
-import { ALL_SETTINGS, webhookKeyPath, type Config } from '../config.js';
+import { ALL_SETTINGS, webhookKeyPath, type Config, type SettingsRead } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
 import { DeliveryLoop } from '../outbox/delivery-loop.js';
 import { ClusterEventSignal } from './cluster-events.js';
-import { commandConfig, type Command, type CommandContext } from './args.js';
+import { readKeyFile } from '../outbox/secret-box.js';
+import { commandSettingsRead, type ArgValues, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { runPrimary } from './serve-cluster.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
@@ -28,13 +29,29 @@ export const serve: Command = {
     'Log lines as JSON on stdout (pretty on a terminal). On a store with no usable token, the new admin token alone on a line of stderr, with a curl example. Exit code 0 after a graceful stop, 1 when it could not start or a drain failed, 130 or 143 when a second SIGINT or SIGTERM forced the exit.',
   settings: [...ALL_SETTINGS],
   async run(ctx, values) {
-    const config = commandConfig(this, values, ctx, { logPretty: ctx.isTTY });
+    const { config } = serveSettings(this, values, ctx, { logPretty: ctx.isTTY });
     // Once, before any worker starts: workers × pool size must fit the database.
     if (cluster.isPrimary) await checkCommandConnections(config, config.workers);
     if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);
     return runServer(config, ctx);
   },
 };
+
+/**
+ * The settings serve runs with, refused as serve refuses them: `plant-store
+ * config` shows them through this too. A webhook key file that is there is
+ * read now, so that a bad one is refused at start, not at the first delivery.
+ */
+export function serveSettings(
+  cmd: Command,
+  values: ArgValues,
+  ctx: CommandContext,
+  extra: Parameters<typeof commandSettingsRead>[3] = {},
+): SettingsRead {
+  const read = commandSettingsRead(cmd, values, ctx, extra);
+  if (cluster.isPrimary) readKeyFile(webhookKeyPath(read.config));
+  return read;
+}
 
 /** What one server process runs; the shutdown reads it as it is when the signal comes. */
 interface Running {

@@ -25,13 +25,25 @@ function sourceLabel(name: SettingName, source: Source, file?: ConfigFile): stri
  * list`). An error names the flag, the variable or the file the bad value
  * came from.
  */
-export function loadConfig(
+export function loadConfig(...args: Parameters<typeof readSettings>): Readonly<Config> {
+  return readSettings(...args).config;
+}
+
+/** The settings read, and where each one's value came from (`plant-store config` shows both). */
+export interface SettingsRead {
+  config: Readonly<Config>;
+  sources: ReadonlyMap<SettingName, Source>;
+  file: ConfigFile | undefined;
+}
+
+/** loadConfig, with the source of each setting. */
+export function readSettings(
   flags: Partial<Record<SettingName, string>>,
   env: Readonly<Record<string, string | undefined>>,
   extra: Partial<Pick<Config, 'logPretty' | 'tokenCacheMs' | 'jwksCooldownMs' | 'jwksRetryMs'>> = {},
   only: readonly SettingName[] = ALL_SETTINGS,
   file?: ConfigFile,
-): Readonly<Config> {
+): SettingsRead {
   const out: Record<string, unknown> = {
     logPretty: false,
     tokenCacheMs: 500,
@@ -79,5 +91,5 @@ export function loadConfig(
   const config = out as Config;
   const context: RuleContext = { source: (name) => sources.get(name), label };
   for (const rule of RULES) rule.check(config, context);
-  return Object.freeze(config);
+  return { config: Object.freeze(config), sources, file };
 }

@@ -64,6 +64,18 @@ export function readValue(name: SettingName, raw: string, label: string): Settin
   return raw;
 }
 
+/** A setting's value as the text a flag would carry ("20/1m" for a rate, "off" for null); undefined when unset. */
+export function valueText(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return 'off';
+  if (typeof value === 'object') {
+    const rate = value as Rate;
+    const window = Object.entries(WINDOWS).find(([, ms]) => ms === rate.windowMs)?.[0] ?? `${rate.windowMs}ms`;
+    return `${rate.max}/${window}`;
+  }
+  return String(value);
+}
+
 /** What a valid value of a schema is, in words ("a whole number from 0 to 65535"). */
 export function expectation(schema: TSchema): string {
   const s = schema as SchemaShape;

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ConfigError, readOperatorFile } from '../config.js';
 
 // Standard Webhooks secrets: "whsec_" and the base64 of the HMAC key.
 const SECRET_PREFIX = 'whsec_';
@@ -47,24 +48,21 @@ export class SecretBox {
   }
 }
 
+// The setting that names the key file (its default place follows --db).
+const KEY_SETTING = '--webhook-key-file';
+
 function parseKeyFile(path: string, text: string): SecretBox {
   const key = Buffer.from(text.trim(), 'base64');
   if (key.length !== KEY_BYTES || key.toString('base64') !== text.trim()) {
-    throw new Error(`${path} does not hold a webhook key (the base64 of ${KEY_BYTES} bytes)`);
+    throw new ConfigError(`${KEY_SETTING}: ${path} does not hold a webhook key (the base64 of ${KEY_BYTES} bytes)`);
   }
   return new SecretBox(key);
 }
 
 /** The key in `path`, or undefined when there is no such file yet. */
 export function readKeyFile(path: string): SecretBox | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  return parseKeyFile(path, text);
+  const text = readOperatorFile(path, KEY_SETTING, { missingOk: true });
+  return text === undefined ? undefined : parseKeyFile(path, text);
 }
 
 /**
@@ -80,7 +78,7 @@ export function readOrCreateKeyFile(path: string): { box: SecretBox; created: bo
     writeFileSync(path, randomBytes(KEY_BYTES).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return { box: parseKeyFile(path, readFileSync(path, 'utf8')), created: false };
+    return { box: parseKeyFile(path, readOperatorFile(path, KEY_SETTING)), created: false };
   }
-  return { box: parseKeyFile(path, readFileSync(path, 'utf8')), created: true };
+  return { box: parseKeyFile(path, readOperatorFile(path, KEY_SETTING)), created: true };
 }

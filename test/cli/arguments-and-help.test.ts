@@ -33,7 +33,7 @@ describe('argument errors', () => {
     [
       ['migrate', '--config', join(dir, 'none.toml')],
       {},
-      /^plant-store migrate: cannot read the configuration file .*no such file\n$/,
+      /^plant-store migrate: --config: cannot read .*none.toml \(no such file\)\n$/,
     ],
   ];
   for (const [args, env, message] of cases) {

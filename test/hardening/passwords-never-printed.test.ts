@@ -118,7 +118,7 @@ describe('URLs read from files', () => {
     () => {
       const path = file('db-url-3', `postgres://app:${PASSWORD}@h:99999/db`);
       assert.match(refused({ db: './x.db', 'db-file': path }), /^set either --db or --db-file, not both$/);
-      assert.match(refused({ 'db-file': join(dir, 'missing') }), /^--db-file: cannot read .* \(ENOENT\)$/);
+      assert.match(refused({ 'db-file': join(dir, 'missing') }), /^--db-file: cannot read .* \(no such file\)$/);
       assert.match(refused({}, { PLANTS_DB_FILE: file('empty', '\n') }), /^PLANTS_DB_FILE: .* is empty$/);
       const malformed = refused({ 'db-file': path });
       assert.match(malformed, /is not a valid PostgreSQL URL/);

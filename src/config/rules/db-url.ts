@@ -1,4 +1,5 @@
-import { SSL_MODES, postgresSslMode, withoutPassword } from '../../db-url.js';
+import { SSL_MODES, postgresSslMode, sslFiles, withoutPassword } from '../../db-url.js';
+import { readOperatorFile } from '../operator-file.js';
 import { ConfigError } from '../schema.js';
 import type { Rule } from '../rule.js';
 
@@ -38,13 +39,18 @@ export function checkDb(db: string): string | undefined {
   return undefined;
 }
 
-/** --db is a SQLite path or a PostgreSQL URL, whether given itself or read from --db-file. */
+/**
+ * --db is a SQLite path or a PostgreSQL URL, whether given itself or read
+ * from --db-file; the TLS files its query names are files of a setting too,
+ * held to the same bounds before pg reads them.
+ */
 export const dbUrlRule: Rule = {
-  about: 'the form of --db',
+  about: 'the form of --db, and the TLS files it names',
   check(config, { label }) {
-    const problem = checkDb(config.db);
-    if (problem === undefined) return;
     const where = config.dbFile === undefined ? label('db') : `the URL in ${config.dbFile} (${label('dbFile')})`;
-    throw new ConfigError(`${where} ${problem}`);
+    const problem = checkDb(config.db);
+    if (problem !== undefined) throw new ConfigError(`${where} ${problem}`);
+    if (!isPostgresUrl(config.db)) return;
+    for (const { name, path } of sslFiles(config.db)) readOperatorFile(path, `${name} in ${where}`);
   },
 };

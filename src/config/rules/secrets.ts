@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readOperatorFile } from '../operator-file.js';
 import { ConfigError } from '../schema.js';
 import type { Rule } from '../rule.js';
 import { SETTINGS } from '../settings.js';
@@ -23,14 +23,7 @@ export const urlFilesRule: Rule = {
       const path = config[fileKey];
       if (path === undefined) continue;
       if (source(key) !== 'default') throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
-      let text: string;
-      try {
-        text = readFileSync(path, 'utf8').trim();
-      } catch (error) {
-        throw new ConfigError(
-          `${label(fileKey)}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-        );
-      }
+      const text = readOperatorFile(path, label(fileKey)).trim();
       if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
       if (key === 'redis' && !isRedisUrl(text))
         throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
