@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from '../helpers/requirements.js';
 import { runCliInProcess as runCli } from '../helpers/cli.js';
-import { ConfigError, OPERATOR_FILE_MAX_BYTES, loadConfig, parseConfigFile, readOperatorFile } from '../../src/config.js';
+import {
+  ConfigError,
+  OPERATOR_FILE_MAX_BYTES,
+  loadConfig,
+  parseConfigFile,
+  readOperatorFile,
+} from '../../src/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-operator-files-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
