@@ -1,6 +1,7 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { destination, pino, type Logger } from 'pino';
+import { pino, type Logger } from 'pino';
+import { LogSink } from '../app/log-sink.js';
 import { startAdmin } from './admin-listener.js';
 import { relayEventWords } from './cluster-events.js';
 import type { Config } from '../config.js';
@@ -31,7 +32,7 @@ function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, ctx: Comm
     });
   }
   // Synchronous: the primary logs rarely, and its last lines come right before it exits.
-  return pino({ level: config.logLevel }, destination({ dest: 1, sync: true }));
+  return pino({ level: config.logLevel }, new LogSink({ fd: 1, minLength: 0, sync: true }));
 }
 
 /**

@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
-import { flushLogger } from '../app/logger.js';
+import { closeLogger, flushLogger } from '../app/logger.js';
 import { ALL_SETTINGS, webhookKeyPath, type Config, type SettingsRead } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
@@ -167,8 +167,7 @@ function shutdownOnSignals(
     const done = (code: number) => {
       clearTimeout(timer);
       stopListening();
-      flushLogger(app.log);
-      resolve(code);
+      void closeLogger(app.log).then(() => resolve(code));
     };
     stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {

@@ -5,6 +5,7 @@ import { jwtRule } from './rules/jwt.js';
 import { authFailLimitRule, pageSizeRule, redisNeedsLimitRule } from './rules/limits.js';
 import { urlFilesRule } from './rules/secrets.js';
 import { headersTimeoutRule, webhookLeaseRule } from './rules/timeouts.js';
+import { trustProxyRule } from './rules/trust-proxy.js';
 
 /**
  * The rules across settings, checked in this order once each value is valid
@@ -15,6 +16,7 @@ export const RULES: readonly Rule[] = [
   urlFilesRule,
   dbUrlRule,
   corsOriginRule,
+  trustProxyRule,
   authFailLimitRule,
   redisNeedsLimitRule,
   pageSizeRule,

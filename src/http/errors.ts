@@ -5,12 +5,13 @@
 const REALM = 'plants';
 
 /**
- * Whether a status says the server failed. A 501 is a 5xx, yet it refuses
- * what the request itself asked for (a transfer coding this server does not
- * implement), which only the client can change: like a 4xx, it is no failure
- * to log with its cause or to alert on.
+ * Whether a status says the server failed. A 501 or a 505 is a 5xx, yet it
+ * refuses what the request itself asked for (a transfer coding this server
+ * does not implement, an HTTP version it does not speak), which only the
+ * client can change: like a 4xx, it is no failure to log with its cause or to
+ * alert on.
  */
-export const isServerFailure = (status: number): boolean => status >= 500 && status !== 501;
+export const isServerFailure = (status: number): boolean => status >= 500 && status !== 501 && status !== 505;
 
 export class AppError extends Error {
   constructor(
@@ -53,6 +54,7 @@ export type ErrorCode =
   | 'RANGE_NOT_SATISFIABLE'
   | 'EXPECTATION_FAILED'
   | 'NOT_IMPLEMENTED'
+  | 'HTTP_VERSION_NOT_SUPPORTED'
   | 'TOO_MANY_REQUESTS'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -103,6 +105,12 @@ export const errors = {
   rangeNotSatisfiable: () => new AppError('RANGE_NOT_SATISFIABLE', 416, 'the requested range is not satisfiable'),
   expectationFailed: (message: string) => new AppError('EXPECTATION_FAILED', 417, message),
   notImplemented: (message: string) => new AppError('NOT_IMPLEMENTED', 501, message),
+  httpVersionNotSupported: (version: string) =>
+    new AppError(
+      'HTTP_VERSION_NOT_SUPPORTED',
+      505,
+      `HTTP/${version.slice(0, 10)} is not supported: this server speaks HTTP/1.1 (and HTTP/1.0)`,
+    ),
   payloadTooLarge: (limit: number) =>
     new AppError('PAYLOAD_TOO_LARGE', 413, `request body is larger than the limit of ${limit} bytes`),
   unsupportedMediaType: (contentType: string | undefined) =>

@@ -375,6 +375,8 @@ export interface HttpOptions {
   headers?: Record<string, string>;
   json?: unknown;
   agent?: http.Agent;
+  /** The address to send from (127.0.0.2: another client on loopback). */
+  localAddress?: string;
   timeoutMs?: number;
   /**
    * Called when the whole request has been handed to the OS (on loopback: it has reached the server's socket),
@@ -394,7 +396,13 @@ export function httpRequest(url: string, opts: HttpOptions = {}): Promise<HttpRe
       headers['content-type'] ??= 'application/json';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const req = http.request(url, { method: opts.method ?? 'GET', headers, agent: opts.agent ?? false }, (res) => {
+    const options = {
+      method: opts.method ?? 'GET',
+      headers,
+      agent: opts.agent ?? false,
+      localAddress: opts.localAddress,
+    };
+    const req = http.request(url, options, (res) => {
       let data = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (data += d));

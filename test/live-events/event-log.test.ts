@@ -62,22 +62,24 @@ describeEachStore(
       assert.equal(ids.length, 5);
 
       // Nothing is older than the epoch: only the count removes.
-      await store.events.prune(0, 2);
+      assert.deepEqual(await store.events.prune(0, 2), { removed: 3, more: false });
       assert.deepEqual(
         (await store.events.after(0n, 100)).map((e) => e.id),
         ids.slice(3),
       );
-      assert.deepEqual(await store.events.bounds(), { pruned: ids[2], newest: ids[4] });
-      assert.equal(await store.events.prune(0, 2), 0, 'the newest two are kept');
-      assert.equal(await store.events.prune(0, 100), 0);
+      assert.deepEqual(await store.events.bounds('pruned'), { pruned: ids[2], newest: ids[4] });
+      assert.deepEqual(await store.events.bounds(), { pruned: 0n, newest: ids[4] }, "only this owner's mark moved");
+      assert.equal((await store.events.prune(0, 2)).removed, 0, 'the newest two are kept');
+      assert.equal((await store.events.prune(0, 100)).removed, 0);
 
       // Past the retention, all go but the newest.
-      assert.equal(await store.events.prune(Date.now() + 60_000, 0), 1);
+      assert.equal((await store.events.prune(Date.now() + 60_000, 0)).removed, 1);
       assert.deepEqual(
         (await store.events.after(0n, 100)).map((e) => e.id),
         [ids[4]],
       );
       assert.deepEqual(await store.events.bounds(), { pruned: ids[3], newest: ids[4] });
+      assert.deepEqual(await store.events.bounds('pruned'), { pruned: ids[3], newest: ids[4] });
     });
   },
   ['sqlite', 'postgres', 'pgbouncer'],

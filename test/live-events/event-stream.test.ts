@@ -5,20 +5,18 @@
 // timeouts, shutdown, and the client's watchPlants reconnecting across a
 // restart.
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import { readEventStream, type ServerSentEvent } from '../../packages/client/src/event-stream.js';
 import { PlantStoreClient, type PlantChange } from '../../src/client/index.js';
-import type { Config } from '../../src/config.js';
 import type { Scope, Store } from '../../src/store/store.js';
 import { eventually } from '../helpers/eventually.js';
 import { closeEventWriter, openEventWriter } from '../helpers/open-event-writer.js';
 import { query as pgQuery } from '../helpers/pg.js';
 import { after, before, describe, it } from '../helpers/requirements.js';
-import { describeEachStore, type StoreFixture } from '../helpers/stores.js';
+import { listenApp, type ListeningApp } from '../helpers/app.js';
+import { describeEachStore } from '../helpers/stores.js';
 
 const T = { timeout: 20_000 };
 /** The servers' LISTEN connections to this test's database. */
@@ -29,18 +27,8 @@ const LISTENING = `SELECT count(*)::int AS all, count(*) FILTER (WHERE state = '
   FROM pg_stat_activity WHERE ${EVENTS_BACKENDS}`;
 const INT64_MAX = 9223372036854775807n;
 
-interface Server {
-  app: FastifyInstance;
-  store: Store;
-  base: string;
-}
-
-async function serve(fx: StoreFixture, overrides: Partial<Config> = {}): Promise<Server> {
-  const store = await fx.open(overrides);
-  const app = await buildApp(fx.config(overrides), { store });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, store, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
-}
+type Server = ListeningApp;
+const serve = listenApp;
 
 /** An open stream, read event by event (comments too, as `:` events, when `comments`). */
 class Stream {
@@ -375,9 +363,9 @@ describeEachStore('live plant events', (fx) => {
       const ids = (await stream.take(4)).map((e) => BigInt(e.id!));
       stream.close();
       assert.equal(ids.length, 4);
-      // These four are the newest of the whole log: keep two of them.
+      // Keep two of this owner's four.
       await s.store.events.prune(0, 2);
-      assert.equal((await s.store.events.bounds()).pruned, ids[1]);
+      assert.equal((await s.store.events.bounds('mark-owner')).pruned, ids[1]);
       const resumed = await Stream.open(s.base, t, ids[1]!.toString());
       assert.deepEqual(
         (await resumed.take(2)).map((e) => [e.event, e.id]),

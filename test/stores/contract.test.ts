@@ -173,6 +173,52 @@ describeContract('store contract', (fx) => {
     },
   );
 
+  it('finds many tokens by id in one call, leaving out ids it does not hold', { timeout: TIMEOUT }, async () => {
+    const issued = [];
+    for (let i = 0; i < 300; i++) issued.push(await issueToken(store.tokens, { owner: `by-id-${i % 7}` }));
+    await store.tokens.revoke(issued[3]!.record.id, new Date());
+    const ids = [...issued.map((t) => t.record.id), 'tok_nope', "tok_' OR 1=1 --"];
+    const found = await store.tokens.findByIds(ids);
+    assert.equal(found.length, issued.length);
+    const byId = new Map(found.map((r) => [r.id, r]));
+    for (const { record } of issued) assert.equal(byId.get(record.id)?.owner, record.owner);
+    assert.ok(byId.get(issued[3]!.record.id)?.revokedAt);
+    assert.equal(byId.get(issued[4]!.record.id)?.revokedAt, undefined);
+    assert.deepEqual(await store.tokens.findByIds([]), []);
+  });
+
+  it("caps kept events per owner: one owner's writes never prune another's", { timeout: TIMEOUT }, async () => {
+    const ownerEvents = async (owner: string) =>
+      (await store.events.ownerAfter(owner, 0n, INT64_MAX, 1000)).map((e) => e.id);
+    const settled = async (owner: string, n: number) => {
+      const deadline = performance.now() + 10_000;
+      while ((await ownerEvents(owner)).length < n && performance.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+    };
+    for (let i = 1n; i <= 3n; i++) await store.plants.create('fair-quiet', { id: i, name: `q${i}` });
+    await settled('fair-quiet', 3);
+    const quiet = await ownerEvents('fair-quiet');
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => store.plants.create('fair-loud', { id: BigInt(i + 1), name: `l${i}` })),
+    );
+    await settled('fair-loud', 40);
+    const loud = await ownerEvents('fair-loud');
+    assert.equal(loud.length, 40);
+    // A cap of 5 per owner, nothing old enough to go by age.
+    while ((await store.events.prune(0, 5)).more);
+    assert.deepEqual(await ownerEvents('fair-quiet'), quiet, "the quiet owner's events are all kept");
+    assert.deepEqual(await ownerEvents('fair-loud'), loud.slice(-5), "the loud owner's newest five are kept");
+    // The quiet owner resumes from before its first event; the loud one from its 35th or later.
+    assert.ok((await store.events.bounds('fair-quiet')).pruned < quiet[0]!);
+    assert.equal((await store.events.bounds('fair-loud')).pruned, loud[34]);
+    // More writes of the loud owner, pruned again: still nothing of the quiet one.
+    for (let i = 41n; i <= 45n; i++) await store.plants.create('fair-loud', { id: i, name: `l${i}` });
+    await settled('fair-loud', 10);
+    while ((await store.events.prune(0, 5)).more);
+    assert.deepEqual(await ownerEvents('fair-quiet'), quiet);
+    assert.equal((await ownerEvents('fair-loud')).length, 5);
+  });
+
   it('bulk-inserts plants of one owner in order, skipping ids the owner has', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
     await p.create('bulk', { id: 2n, name: 'kept' });
