@@ -3,7 +3,7 @@ import { corsOriginRule } from './rules/cors.js';
 import { dbUrlRule } from './rules/db-url.js';
 import { jwtRule } from './rules/jwt.js';
 import { authFailLimitRule, pageSizeRule, redisNeedsLimitRule } from './rules/limits.js';
-import { urlFilesRule } from './rules/secrets.js';
+import { adminTokenRule, urlFilesRule } from './rules/secrets.js';
 import { headersTimeoutRule, webhookLeaseRule } from './rules/timeouts.js';
 import { trustProxyRule } from './rules/trust-proxy.js';
 
@@ -14,6 +14,7 @@ import { trustProxyRule } from './rules/trust-proxy.js';
  */
 export const RULES: readonly Rule[] = [
   urlFilesRule,
+  adminTokenRule,
   dbUrlRule,
   corsOriginRule,
   trustProxyRule,

@@ -85,6 +85,16 @@ export const errors = {
     new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}${kind === 'opaque' ? TOKEN_HINT : ''}`, {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quote(why)}"`,
     }),
+  /** The admin API's 401: its secret is the file --admin-token-file names, never a plant token. */
+  adminUnauthorized: (given: boolean) =>
+    new AppError(
+      given ? 'INVALID_TOKEN' : 'MISSING_CREDENTIALS',
+      401,
+      given
+        ? 'invalid admin token: send the secret of the file --admin-token-file names'
+        : 'authentication required: send Authorization: Bearer <the secret of the file --admin-token-file names>',
+      { 'www-authenticate': 'Bearer realm="plant-store-admin"' },
+    ),
   insufficientScope: (scope: string) =>
     new AppError('INSUFFICIENT_SCOPE', 403, `this token lacks the ${scope} scope`, {
       'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,

@@ -230,6 +230,8 @@ export interface WebhookStore {
   list(): Promise<(WebhookEndpointRecord & { pending: number })[]>;
   /** Removes an endpoint and the events still waiting for it; false when no endpoint has that id. */
   remove(id: string): Promise<boolean>;
+  /** One endpoint with its sealed signing secret (to sign a test event), or undefined when no endpoint has that id. */
+  get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined>;
 }
 
 /**

@@ -16,6 +16,12 @@ const T = { timeout: 20_000 };
 describe('argument errors', () => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [['serve', '--prot', '1'], {}, /^plant-store serve: unknown option --prot \(did you mean --port\?\)\n/],
+    // A one-letter option means what it means to most tools, not the name nearest to one letter ("db").
+    [['serve', '-p', '8080'], {}, /^plant-store serve: unknown option -p \(did you mean --port\?\)\n/],
+    [['serve', '-d', 'x.db'], {}, /^plant-store serve: unknown option -d \(did you mean --db\?\)\n/],
+    [['token', 'create', '-o', 'me'], {}, /^plant-store token create: unknown option -o \(did you mean --owner\?\)\n/],
+    [['token', 'list', '-p', '1'], {}, /^plant-store token list: unknown option -p\n/],
+    [['token', 'list', '-q'], {}, /^plant-store token list: unknown option -q\n/],
     [['serve', '--port'], {}, /^plant-store serve: --port needs a value\n/],
     [['serve', '--access-log=yes'], {}, /^plant-store serve: --access-log takes no value\n/],
     [

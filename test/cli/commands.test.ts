@@ -313,8 +313,9 @@ describeEachStore('plant-store token and migrate', (fx) => {
       runCli(['token', 'revoke', `plnt_${'A'.repeat(43)}`, '--db', fx.db]),
     ]);
     assert.equal(unknownId.code, 1, unknownId.stderr);
-    assert.notEqual(unknownId.stderr.trim(), '');
+    assert.equal(unknownId.stderr, 'plant-store token revoke: no token has the id "tok_0000000000000000"\n');
     assert.equal(unknownToken.code, 1, unknownToken.stderr);
+    assert.equal(unknownToken.stderr, 'plant-store token revoke: no token matches the token given\n');
     assert.equal((await state()).get(c.id), null, 'unknown revokes change nothing');
   });
 

@@ -11,7 +11,8 @@ import { after, before, describe, it, needs, requirement } from '../helpers/requ
 import { privateClusterProblem } from '../helpers/pg-cluster.js';
 import { useApp } from '../helpers/app.js';
 import { runCliInProcess as cli } from '../helpers/cli.js';
-import { runCli as spawnCli, useProcessCleanup, type CliResult } from '../helpers/server.js';
+import { jsonLines, runCli as spawnCli, stopGracefully, useProcessCleanup, type CliResult } from '../helpers/server.js';
+import { serveInProcess } from '../helpers/serve-in-process.js';
 import { PG_URL, describeHttpLayer, describeOnStore, withDatabase } from '../helpers/stores.js';
 import { freePort } from '../helpers/ports.js';
 
@@ -85,6 +86,77 @@ describe('--db that is not what the operator meant', () => {
     const r = await cli(['token', 'list', '--db', db]);
     assertOneLine(r, 1, new RegExp(`no SQLite database at ${db}.*plant-store migrate --db`), 'missing file');
     assert.equal(existsSync(db), false);
+  });
+});
+
+describe('serve on a --db where no store is', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-new-store-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it(
+    'a path whose folder does not exist is refused with exit 2, naming the folder; nothing is created',
+    LIMIT,
+    async () => {
+      const db = join(dir, 'dtaa', 'plants.db');
+      const r = await cli(['serve', '--db', db, '--port', '0']);
+      assertOneLine(
+        r,
+        2,
+        new RegExp(
+          `^plant-store serve: --db ${db}: the folder ${join(dir, 'dtaa')} does not exist, so no store is there; .*plant-store migrate --db ${db}\\n$`,
+        ),
+        'missing folder',
+      );
+      assert.equal(existsSync(join(dir, 'dtaa')), false, 'no folder was made');
+      // migrate creates a store there on purpose, folders and all; serve then uses it.
+      const migrated = await cli(['migrate', '--db', db]);
+      assert.equal(migrated.code, 0, migrated.stderr);
+      assert.equal(existsSync(db), true);
+    },
+  );
+
+  it(
+    'a new file in an existing folder: serve says plainly that it created a new, empty store, and where',
+    LIMIT,
+    async () => {
+      const db = join(dir, 'fresh.db');
+      const first = await serveInProcess(['--db', db, '--port', '0', '--log-level', 'info']);
+      await stopGracefully(first);
+      assert.match(
+        first.stderr,
+        new RegExp(`A new, empty store was created: the SQLite file ${db}\\.\nNo tokens existed`),
+      );
+      const line = jsonLines(first.stdout).find((l) => String(l.msg).startsWith('store:'));
+      assert.equal(
+        line?.msg,
+        `store: created a new, empty SQLite file ${db} (none was there; if you meant an existing store, stop and check --db)`,
+      );
+      assert.equal(line?.created, true);
+      // The second start finds it: no such words.
+      const second = await serveInProcess(['--db', db, '--port', '0', '--log-level', 'info']);
+      await stopGracefully(second);
+      assert.doesNotMatch(second.stderr + second.stdout, /created a new|A new, empty store/);
+      assert.equal(
+        jsonLines(second.stdout).find((l) => String(l.msg).startsWith('store:'))?.msg,
+        `store: SQLite file ${db}`,
+      );
+    },
+  );
+
+  it('a file that is no SQLite database is named', LIMIT, async () => {
+    const db = join(dir, 'notes.txt');
+    writeFileSync(db, 'shopping list\n'.repeat(300));
+    for (const args of [['serve', '--port', '0'], ['migrate'], ['token', 'list']]) {
+      const r = await cli([...args, '--db', db]);
+      assertOneLine(
+        r,
+        1,
+        new RegExp(
+          `^plant-store ${args[0] === 'token' ? 'token list' : args[0]}: cannot use ${db} as the SQLite database: file is not a database\\n$`,
+        ),
+        args.join(' '),
+      );
+    }
   });
 });
 

@@ -93,6 +93,19 @@ it('every plant-store command in the examples exists and takes the flags given',
   assert.deepEqual(wrong, []);
 });
 
+it('webhook URLs in the examples reach nobody: loopback, or a reserved .invalid name', () => {
+  const urls = of('sh').flatMap((b) =>
+    [...b.code.matchAll(/webhook add\b[^\n]*?--url[ =](\S+)/g)].map((m) => ({ b, url: new URL(m[1]!) })),
+  );
+  assert.ok(urls.length >= 3, `only ${urls.length} webhook URLs found`);
+  const reachable = urls
+    .filter(
+      ({ url }) => !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) && !url.hostname.endsWith('.invalid'),
+    )
+    .map(({ b, url }) => `${where(b)}: ${url.href}`);
+  assert.deepEqual(reachable, []);
+});
+
 it('JSON examples parse', () => {
   for (const b of of('json')) assert.doesNotThrow(() => JSON.parse(b.code), `${where(b)} is not JSON`);
 });

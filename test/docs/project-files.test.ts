@@ -15,7 +15,7 @@ import { START_NODE_FLAGS } from '../../scripts/npm-start.js';
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
-const pkg = JSON.parse(read('package.json')) as { version: string; license: string };
+const pkg = JSON.parse(read('package.json')) as { version: string; license: string; engines: { node: string } };
 const noSystemd = await requirement('systemd-analyze', async () => {
   await run('systemd-analyze', ['--version']);
 });
@@ -88,6 +88,28 @@ describe('deploy/plant-store.service', () => {
       }
     }),
   );
+});
+
+describe('Node.js versions', () => {
+  // The supported lines and the one past its end of life that still works,
+  // as docs/guides/deploying.md#nodejs-versions has them.
+  const SUPPORTED = ['22', '24'];
+  const table = /## Node\.js versions\n([^]*?)\n## /.exec(read('docs/guides/deploying.md'))?.[1] ?? '';
+
+  it('package.json, the Dockerfile, the README and the guides say the same', () => {
+    assert.equal(pkg.engines.node, '>=20.10', 'Node.js 20 keeps working');
+    for (const major of SUPPORTED) assert.match(table, new RegExp(`^\\| ${major} \\| supported \\(LTS\\)`, 'm'));
+    assert.match(table, /^\| 20\.10 and newer 20\.x \| works, but reached its end of life on 2026-04-30/m);
+    assert.match(table, /`>=20\.10`/);
+    const images = [...read('Dockerfile').matchAll(/^FROM node:(\d+)-/gm)].map((m) => m[1]!);
+    assert.ok(images.length > 0 && images.every((m) => SUPPORTED.includes(m)), `the image is on ${images.join(', ')}`);
+    assert.match(table, new RegExp(`^\\| ${images[0]} \\|.*the Docker image runs on it`, 'm'));
+    for (const page of ['README.md', 'docs/getting-started.md', 'docs/guides/deploying.md']) {
+      const text = read(page).replace(/\s+/g, ' ');
+      assert.match(text, /Node\.js 22 or 24/, `${page} names the supported lines`);
+      assert.doesNotMatch(text, /Node\.js 20 or newer/, `${page} still offers Node.js 20 as if supported`);
+    }
+  });
 });
 
 describe('Dockerfile', () => {

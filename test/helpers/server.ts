@@ -212,7 +212,7 @@ export function jsonLines(text: string): Record<string, unknown>[] {
   return out;
 }
 
-const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
+const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz[^)]*\) at (http:\/\/127\.0\.0\.1:\d+)/;
 
 /** The admin listener's URL (--admin-port), from the server's log line. */
 export async function adminUrlOf(server: ServerProcess): Promise<string> {

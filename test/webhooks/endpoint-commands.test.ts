@@ -125,7 +125,7 @@ describeEachStore('plant-store webhook', (fx) => {
     assert.ok(!(await list()).some((e) => e.id === first!.id));
     const again = await runCli(['webhook', 'remove', first!.id, '--db', fx.db]);
     assert.equal(again.code, 1);
-    assert.match(again.stderr, /no webhook endpoint has that id/);
+    assert.equal(again.stderr, `plant-store webhook remove: no webhook endpoint has the id "${first!.id}"\n`);
     expectUsageError(await runCli(['webhook', 'remove', '--db', fx.db]), /give exactly one webhook id/);
   });
 
