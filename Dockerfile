@@ -1,5 +1,6 @@
 # Plant Store in a container: docker build -t plant-store . && docker run -p 8080:8080 -v plants:/data plant-store
-# Node 22, a supported LTS line (Node 20 reached its end of life in April 2026).
+# Node 22, a supported LTS line (Node 20 reached its end of life on 2026-04-30; see
+# docs/guides/deploying.md, "Node.js versions").
 # Build stage: builds the SQLite driver from source and compiles the TypeScript.
 FROM node:22-slim AS build
 RUN apt-get update \

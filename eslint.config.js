@@ -15,8 +15,8 @@ export default tseslint.config(
   {
     // Suites take describe/it/hooks from requirements.js, so that tests needing
     // something missing (PostgreSQL, Redis...) are reported as skipped, not lost.
-    files: ['test/*.ts', 'test/helpers/*.ts'],
-    ignores: ['test/helpers/requirements.ts'],
+    files: ['test/**/*.ts'],
+    ignores: ['test/helpers/requirements.ts', 'test/internals/**'],
     rules: {
       'no-restricted-imports': [
         'error',

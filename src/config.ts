@@ -24,6 +24,7 @@ export { OPERATOR_FILE_MAX_BYTES, readOperatorFile } from './config/operator-fil
 export { editDistance, nearest } from './config/nearest.js';
 export { checkCorsOrigin } from './config/rules/cors.js';
 export { checkDb, isPostgresUrl } from './config/rules/db-url.js';
+export { checkTrustProxy, trustedProxies } from './config/rules/trust-proxy.js';
 export { jwtEnabled, jwtKeySource, unprotectedKeyUrl, type JwtKeySource } from './config/rules/jwt.js';
 export { argvPasswordWarning } from './config/rules/secrets.js';
 export {

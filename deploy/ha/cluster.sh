@@ -28,9 +28,6 @@ die() {
 }
 
 usage() { die "usage: $0 start|stop DIR, or $0 start-node DIR N"; }
-[ $# -ge 2 ] || usage
-cmd=$1
-DIR=$2
 
 find_tool() {
   for candidate in "$@"; do
@@ -91,6 +88,24 @@ any_sync() {
   curl -fsS -o /dev/null "http://127.0.0.1:$NODE2_REST_PORT/sync" || curl -fsS -o /dev/null "http://127.0.0.1:$NODE3_REST_PORT/sync"
 }
 
+# DIR/cluster.env, for `. DIR/cluster.env`: every value in single quotes, so
+# that sourcing it sets PATRONICTL to the whole command, -c FILE included,
+# instead of running "-c" as a command.
+quoted() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+write_env() {
+  {
+    echo "PLANTS_HA_URL=$(quoted "postgres://postgres@127.0.0.1:$HAPROXY_PORT/postgres")"
+    echo "HAPROXY_PORT=$(quoted "$HAPROXY_PORT")"
+    echo "ETCD_URL=$(quoted "http://127.0.0.1:$ETCD_PORT")"
+    for i in 1 2 3; do
+      local pg_port=NODE${i}_PG_PORT rest_port=NODE${i}_REST_PORT
+      echo "NODE${i}_PG_PORT=$(quoted "${!pg_port}")"
+      echo "NODE${i}_REST_PORT=$(quoted "${!rest_port}")"
+    done
+    echo "PATRONICTL=$(quoted "patronictl -c $DIR/node1/patroni.yml")"
+  } >"$1"
+}
+
 start() {
   local patroni etcd haproxy
   patroni=$(find_tool patroni) || die "patroni is not installed (Debian package patroni)"
@@ -149,17 +164,7 @@ start() {
   wait_for "a synchronous replica" any_sync
   wait_for "the primary through HAProxy" "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$HAPROXY_PORT" -U postgres
 
-  {
-    echo "PLANTS_HA_URL=postgres://postgres@127.0.0.1:$HAPROXY_PORT/postgres"
-    echo "HAPROXY_PORT=$HAPROXY_PORT"
-    echo "ETCD_URL=http://127.0.0.1:$ETCD_PORT"
-    for i in 1 2 3; do
-      local pg_port=NODE${i}_PG_PORT rest_port=NODE${i}_REST_PORT
-      echo "NODE${i}_PG_PORT=${!pg_port}"
-      echo "NODE${i}_REST_PORT=${!rest_port}"
-    done
-    echo "PATRONICTL=patronictl -c $DIR/node1/patroni.yml"
-  } >"$DIR/cluster.env"
+  write_env "$DIR/cluster.env"
   trap - EXIT
   cat "$DIR/cluster.env"
 }
@@ -218,6 +223,11 @@ start_node() {
   launch "node$n" "$patroni" "$DIR/node$n/patroni.yml"
 }
 
+# Sourced (by the tests, for its functions), it runs nothing.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
+[ $# -ge 2 ] || usage
+cmd=$1
+DIR=$2
 case $cmd in
   start) start ;;
   stop) stop ;;

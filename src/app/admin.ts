@@ -5,6 +5,7 @@ import { healthRoutes } from '../routes/health.js';
 import { ErrorBody } from '../schemas/error.js';
 import { AppError } from '../http/errors.js';
 import { SETTINGS } from '../config.js';
+import { registerAdminApi, type AdminApiOptions } from './admin-api.js';
 import { guardConnections, serverTimeouts, type ConnectionLimits } from './connection-limits.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './error-handler.js';
 
@@ -16,6 +17,8 @@ export interface AdminOptions {
   ready: () => Promise<void>;
   /** The main port's connection cap and timeouts (the defaults when not given). */
   limits?: ConnectionLimits | undefined;
+  /** The admin API (--admin-token-file); without it, its routes do not exist. */
+  api?: AdminApiOptions | undefined;
 }
 
 const DEFAULT_LIMITS: ConnectionLimits = {
@@ -37,6 +40,7 @@ export async function buildAdminApp({
   metrics,
   ready,
   limits = DEFAULT_LIMITS,
+  api,
 }: AdminOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
@@ -63,5 +67,6 @@ export async function buildAdminApp({
     }
   });
   await app.register(healthRoutes, { store: { ping: ready } });
+  if (api) await registerAdminApi(app, api);
   return app;
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance, type onRequestHookHandler } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type onRequestHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
 import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
-import { argvPasswordWarning, jwtEnabled, type Config } from '../config.js';
+import { argvPasswordWarning, jwtEnabled, trustedProxies, type Config } from '../config.js';
+import { clientAddress, trustProxy } from '../http/client-address.js';
 import { docsRoutes } from '../routes/docs.js';
 import { enableMetrics } from '../metrics/metrics.js';
 import { countingClientErrors, recordHttpMetrics, recordingFrameworkErrors } from '../plugins/metrics.js';
@@ -14,6 +15,7 @@ import { registerCors } from '../plugins/cors.js';
 import { openapiRoute } from '../routes/openapi.js';
 import { EventFeed } from '../routes/event-feed.js';
 import { eventRoutes } from '../routes/plant-events.js';
+import { StreamCredentials } from '../routes/stream-credentials.js';
 import { plantRoutes } from '../routes/plants.js';
 import { rootRoute } from '../routes/root.js';
 import type { EventSignal, Store } from '../store/store.js';
@@ -23,7 +25,7 @@ import { looksLikeSecret } from '../http/log-lines.js';
 import { errors } from '../http/errors.js';
 import { guardConnections, serverTimeouts } from './connection-limits.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { checkRequestFraming, refuseConnect } from './request-framing.js';
+import { checkRequestFraming, refuseConnect, requestLineProblem } from './request-framing.js';
 import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
@@ -135,6 +137,12 @@ async function assemble(
   if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);
 
+  const trust = trustProxy(trustedProxies(config.trustProxy));
+  app.decorateRequest('client', {
+    getter(this: FastifyRequest) {
+      return clientAddress(this.raw, trust);
+    },
+  });
   app.setValidatorCompiler(validatorCompiler);
   registerJsonBodyParser(app, config.bodyLimit, config.maxBatch);
   registerErrorHandling(app, config.bodyLimit, logsEveryRequest(config));
@@ -169,6 +177,11 @@ async function assemble(
   const unknownPath = tokenFirst(authenticate(null));
   app.addHook('onRequest', function everyRequest(request, reply, done) {
     reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+    const refused = requestLineProblem(request.raw);
+    if (refused !== undefined) {
+      reply.header('connection', 'close');
+      return done(refused);
+    }
     // Node would refuse this itself, before any hook, with a bare 400 (see serverTimeouts).
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close');
@@ -207,12 +220,14 @@ async function assemble(
       pollMs: config.eventsPollMs,
       keepaliveMs: config.eventsKeepaliveMs,
       bufferBytes: config.eventsBufferBytes,
+      slowMs: config.eventsSlowMs,
       maxStreams: config.eventsMaxStreams,
       maxStreamsPerOwner: config.eventsMaxStreamsPerOwner,
       retentionMs: config.eventsRetentionMs,
       maxKept: config.eventsMaxKept,
     },
     app.log,
+    new StreamCredentials(store.tokens, 'plants:read', app.log),
   );
   // Its timers run from now on: stopped, and its streams ended, as closing
   // begins (so that open streams do not hold the server open), also when a

@@ -27,14 +27,16 @@ function refusal(maxItems: number, body: unknown): string {
  */
 export function batchExamples(responses: Record<string, unknown>, maxItems: number): Record<string, unknown> {
   const id = 9007199254740994n;
-  // As content, which the document keeps as it is: examples beside a $ref would be dropped.
+  // In the media type, which the document keeps as it is: examples beside a $ref would be dropped.
+  type Entry = { description: string; content: { 'application/json': { schema: unknown } } };
   const withExamples = (status: number, examples: Record<string, ReturnType<typeof example>>, description?: string) => {
-    const { $ref, description: was, ...rest } = responses[status] as { $ref: string; description: string };
+    const entry = responses[status] as Entry;
+    const { schema } = entry.content['application/json'];
     return {
       [status]: {
-        ...rest,
-        description: description ?? was,
-        content: { 'application/json': { schema: { $ref }, examples } },
+        ...entry,
+        description: description ?? entry.description,
+        content: { 'application/json': { schema, examples } },
       },
     };
   };

@@ -128,13 +128,16 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     return undefined;
   }
   const method = error.code === 'HPE_INVALID_METHOD' ? unknownMethod(error) : undefined;
+  const version = error.code === 'HPE_INVALID_VERSION' ? unknownVersion(error) : undefined;
   const appError = timedOut
     ? errors.requestTimeout()
     : error.code === 'HPE_HEADER_OVERFLOW'
       ? errors.headersTooLarge()
       : method !== undefined
         ? errors.notImplemented(`the method ${method} is not implemented by this server`)
-        : errors.badRequest('malformed HTTP request');
+        : version !== undefined
+          ? errors.httpVersionNotSupported(version)
+          : errors.badRequest('malformed HTTP request');
   answerOnSocket(socket, appError);
   return appError.statusCode;
 }
@@ -142,6 +145,11 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 // A request line whose method is a well-formed token (RFC 9110 9.1), at most
 // 32 characters, that Node does not know: FROB, or get in lower case.
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) \S+ HTTP\/1\.[01]\r?\n/;
+// A request line of a well-formed HTTP version (RFC 9112 2.3) Node does not parse: HTTP/1.2, HTTP/3.0.
+const VERSIONED_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32} \S+ HTTP\/(\d\.\d)\r?\n/;
+
+const requestHead = (error: Error & { rawPacket?: unknown }): string | undefined =>
+  Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 2048).toString('latin1') : undefined;
 
 /**
  * The method of a request Node refused for its method, when the request line
@@ -149,8 +157,14 @@ const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) \S+ HTTP\/1\.[01]\r?\n
  * sent to this port, binary noise) stays a malformed request.
  */
 function unknownMethod(error: Error & { rawPacket?: unknown }): string | undefined {
-  const raw = error.rawPacket;
-  return Buffer.isBuffer(raw) ? REQUEST_LINE.exec(raw.subarray(0, 2048).toString('latin1'))?.[1] : undefined;
+  const head = requestHead(error);
+  return head === undefined ? undefined : REQUEST_LINE.exec(head)?.[1];
+}
+
+/** The version of a request Node refused for its version, when it is a well-formed one: 505 there. */
+function unknownVersion(error: Error & { rawPacket?: unknown }): string | undefined {
+  const head = requestHead(error);
+  return head === undefined ? undefined : VERSIONED_LINE.exec(head)?.[1];
 }
 
 /**

@@ -1,15 +1,16 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import { destination, levels, pino, type DestinationStream } from 'pino';
+import { levels, pino, type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
 import { isServerFailure } from '../http/errors.js';
 import { LogSampler, loggableUrl } from '../http/log-lines.js';
 import { errorChain } from '../store/error-causes.js';
+import { LogSink } from './log-sink.js';
 
 /**
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
  * and written asynchronously: one write per request would cost a system call
  * on the hot path. The buffer is flushed at least every second, and when the
- * process exits. With `stream` (the CLI run in-process) lines go there instead.
+ * process exits. A stdout that fails drops lines, never the service (LogSink). With `stream` (the CLI run in-process) lines go there instead.
  */
 export function createLogger(
   config: Pick<Config, 'logLevel' | 'logPretty'>,
@@ -23,22 +24,30 @@ export function createLogger(
   if (config.logPretty) {
     return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } });
   }
-  const logger = pino(options, destination({ dest: 1, sync: false, minLength: 4096 }));
+  const sink = new LogSink({ fd: 1, minLength: 4096 });
+  const logger = pino(options, sink);
+  sinks.set(logger, sink);
   timers.set(logger, setInterval(() => logger.flush(), 1000).unref());
   return logger;
 }
 
 const timers = new WeakMap<object, NodeJS.Timeout>();
+const sinks = new WeakMap<object, LogSink>();
 
 /** Writes out what is buffered now (a line that must not wait for the next flush). */
 export function flushLogger(logger: FastifyBaseLogger): void {
   (logger as { flush?: () => void }).flush?.();
 }
 
-/** Writes out what is buffered and stops the periodic flush. */
-export function closeLogger(logger: FastifyBaseLogger): void {
+// At exit, how long the last lines may take to be written before they are given up.
+const DRAIN_MS = 5000;
+
+/** Stops the periodic flush and resolves once what is buffered has been written (the process is about to exit). */
+export async function closeLogger(logger: FastifyBaseLogger): Promise<void> {
   clearInterval(timers.get(logger));
-  flushLogger(logger);
+  const sink = sinks.get(logger);
+  if (sink) await sink.drain(DRAIN_MS);
+  else flushLogger(logger);
 }
 
 /**
@@ -49,6 +58,7 @@ export function closeLogger(logger: FastifyBaseLogger): void {
 export function requestLine(request: FastifyRequest, statusCode: number) {
   return {
     reqId: request.id,
+    client: request.client,
     method: request.method,
     url: loggableUrl(request.url),
     statusCode,

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../http/errors.js';
+import { errors, type AppError } from '../http/errors.js';
 import { headerCount } from '../http/headers.js';
 import { answerOnSocket } from './error-handler.js';
 
@@ -61,6 +61,49 @@ export function checkRequestFraming(app: FastifyInstance, bodyLimit: number): vo
     if (waiting.delete(req)) reply.raw.writeContinue();
     done(null, payload);
   });
+}
+
+const SLASH = 47;
+
+/**
+ * Why the request line's own form is refused, or undefined (checked first in
+ * every request's onRequest hook, with Host: a proxy in front and this server
+ * must not read one request two ways).
+ *
+ * - An HTTP version other than 1.0 and 1.1 (`HTTP/2.0` and `HTTP/0.9` get
+ *   this far; Node's parser refuses the others, see clientErrorHandler): 505.
+ * - The target `*` (asterisk-form) with any method but OPTIONS: 400 (RFC 9112 3.2.4).
+ * - An absolute-form target (`http://host/plants`) whose authority is not the
+ *   Host the request names: 400. A proxy routes by Host, the server by the
+ *   target (RFC 9112 3.2.2), so a mismatch would be served for a host nobody
+ *   asked. This server serves whatever Host a request names (it keeps no list
+ *   of host names), so an absolute target must name the same one.
+ * - Any other target that is not a path: 400.
+ */
+export function requestLineProblem(req: IncomingMessage): AppError | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return errors.httpVersionNotSupported(req.httpVersion);
+  const target = req.url ?? '';
+  if (target.charCodeAt(0) === SLASH) return undefined;
+  if (target === '*') {
+    return req.method === 'OPTIONS'
+      ? undefined
+      : errors.badRequest(`the request target * is for OPTIONS only, not ${req.method ?? 'this method'}`);
+  }
+  const absolute = /^(https?):\/\//i.exec(target);
+  if (absolute === null || !URL.canParse(target))
+    return errors.badRequest('the request target must be a path such as /plants (or an absolute http:// URL)');
+  const authority = new URL(target).host;
+  const host = req.headers.host;
+  const named =
+    host !== undefined && URL.canParse(`${absolute[1]}://${host}`)
+      ? new URL(`${absolute[1]}://${host}`).host
+      : undefined;
+  if (named === authority) return undefined;
+  return errors.badRequest(
+    `the request target names the host ${JSON.stringify(authority.slice(0, 100))} but ` +
+      (host === undefined ? 'no Host header is sent' : `the Host header is ${JSON.stringify(host.slice(0, 100))}`) +
+      ': send the path alone (such as /plants), with the host in Host',
+  );
 }
 
 /**

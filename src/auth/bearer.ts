@@ -49,7 +49,13 @@ export function bearerAuth(cache: TokenCache, jwt?: JwtVerifier): Authenticate {
     const unusable = unusableReason(record);
     if (unusable) return errors.invalidToken(unusable);
     if (scope !== null && !record.scopes.includes(scope)) return errors.insufficientScope(scope);
-    request.principal = { tokenId: record.id, owner: record.owner, scopes: record.scopes };
+    request.principal = {
+      kind: 'opaque',
+      tokenId: record.id,
+      owner: record.owner,
+      scopes: record.scopes,
+      expiresAt: record.expiresAt?.getTime(),
+    };
     return undefined;
   };
   return (scope) =>

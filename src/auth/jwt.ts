@@ -149,9 +149,12 @@ export class JwtVerifier {
       );
     }
     return {
+      kind: 'jwt',
       tokenId: typeof payload.jti === 'string' ? `jwt:${payload.jti.slice(0, 100)}` : 'jwt',
       owner,
       scopes: scopesOf(payload),
+      // exp is required (requiredClaims), so verification has checked that it is there.
+      expiresAt: payload.exp! * 1000,
     };
   }
 

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { InvalidOwnerError, assertValidOwner } from '../auth/tokens.js';
+import { checkOwner } from '../manage/tokens.js';
 import {
   SETTINGS,
   SETTING_GROUPS,
@@ -47,14 +47,7 @@ export type ArgValues = Record<string, string | boolean | (string | boolean)[] |
 
 /** --owner: required, and a valid owner name. Checked before any store is opened, so a bad owner touches no database. */
 export function ownerFlag(values: ArgValues): string {
-  const owner = values.owner;
-  if (typeof owner !== 'string') throw new UsageError('--owner is required');
-  try {
-    assertValidOwner(owner);
-  } catch (error) {
-    throw error instanceof InvalidOwnerError ? new UsageError(`--owner: ${error.message}`) : error;
-  }
-  return owner;
+  return checkOwner(values.owner, '--owner');
 }
 
 /** A flag of a command's own (not a setting): its type, help, the default shown in help and its value's placeholder. */
@@ -185,12 +178,37 @@ export function helpText(cmd: Command): string {
   ].join('\n');
 }
 
+/** What a one-letter option means to most tools (-p 8080 is a port), for the flag a command has of that name. */
+const USUAL_SHORT: Readonly<Record<string, string>> = {
+  p: 'port',
+  H: 'host',
+  d: 'db',
+  c: 'config',
+  o: 'owner',
+  u: 'url',
+  j: 'json',
+  s: 'scope',
+  e: 'events',
+};
+
+/**
+ * The flag a mistyped option most likely meant. A one-letter option is no
+ * typo of a long name (its edit distance to "db" says nothing): it means its
+ * usual flag, when the command has it, and otherwise nothing we could name.
+ */
+function guessOption(option: string, known: readonly string[]): string | undefined {
+  const short = /^-([A-Za-z])$/.exec(option)?.[1];
+  if (short === undefined) return nearest(option.replace(/^-+/, ''), known);
+  const usual = USUAL_SHORT[short];
+  return usual !== undefined && known.includes(usual) ? usual : undefined;
+}
+
 /** parseArgs' complaint in the project's words. */
 function usageProblem(error: Error & { code?: string }, known: readonly string[]): string {
   const message = error.message;
   const option = /'(?:-\w, )?(--?[^' <]+)/.exec(message)?.[1] ?? '';
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    const guess = nearest(option.replace(/^-+/, ''), known);
+    const guess = guessOption(option, known);
     return `unknown option ${option}${guess ? ` (did you mean --${guess}?)` : ''}`;
   }
   if (/argument missing/.test(message)) return `${option} needs a value`;

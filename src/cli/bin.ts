@@ -25,7 +25,8 @@ for (const stream of [process.stdout, process.stderr]) {
  */
 function flushed(stream: NodeJS.WriteStream): Promise<void> {
   return new Promise((resolve) => {
-    if (stream.destroyed) return resolve();
+    // Nothing waiting (a file or a terminal is written synchronously): a probe write to a full disk would only fail.
+    if (stream.destroyed || stream.writableLength === 0) return resolve();
     stream.once('close', resolve);
     stream.write('', () => resolve());
   });

@@ -32,15 +32,17 @@ export function logTokenHint(
 }
 
 /**
- * Prints a token bootstrapToken created. Call it as soon as the token is
+ * Prints a token bootstrapToken created, after the path of the SQLite file
+ * serve created just now (`newStore`), if it did. Call it as soon as the token is
  * stored, before listening: if listen then fails (port in use), the token
  * must not be lost, since it is stored only as a hash. With `url` the curl
  * example follows at once; without (port 0: the port is not known yet) call
  * announceCurl once the server listens.
  */
-export function announceToken(ctx: CommandContext, token: string, url?: string): void {
+export function announceToken(ctx: CommandContext, token: string, url?: string, newStore?: string): void {
+  const where = newStore === undefined ? '' : `\nA new, empty store was created: the SQLite file ${newStore}.`;
   ctx.stderr.write(
-    `\nNo tokens existed, so one was created for owner "admin". It is shown only this once:\n\n  ${token}\n\n`,
+    `${where}\nNo tokens existed, so one was created for owner "admin". It is shown only this once:\n\n  ${token}\n\n`,
   );
   if (url !== undefined) announceCurl(ctx, token, url);
 }

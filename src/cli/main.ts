@@ -10,6 +10,7 @@ import { migrate } from './migrate.js';
 import { restore } from './restore.js';
 import { serve } from './serve.js';
 import { CliError } from './store-errors.js';
+import { ManageError } from '../manage/manage-error.js';
 import { tokenCreate } from './token-create.js';
 import { tokenList } from './token-list.js';
 import { tokenRevoke } from './token-revoke.js';
@@ -17,6 +18,7 @@ import { packageVersion } from './version.js';
 import { webhookAdd } from './webhook-add.js';
 import { webhookList } from './webhook-list.js';
 import { webhookRemove } from './webhook-remove.js';
+import { webhookTest } from './webhook-test.js';
 
 /** Every command, in the order help lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -28,6 +30,7 @@ export const COMMANDS: readonly Command[] = [
   webhookList,
   webhookRemove,
   configCommand,
+  webhookTest,
   migrate,
   backup,
   restore,
@@ -84,7 +87,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     return await command.run(io, values, positionals);
   } catch (error) {
     // Refusals that another command line fixes, having changed nothing.
-    if (error instanceof UsageError || error instanceof ConfigError || error instanceof BackupOptionError) {
+    const refused = error instanceof ManageError && error.kind === 'invalid';
+    if (refused || error instanceof UsageError || error instanceof ConfigError || error instanceof BackupOptionError) {
       io.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
       return 2;
     }
@@ -138,5 +142,5 @@ function suggestion(argv: readonly string[]): string {
 /** An error's message, followed by its causes' ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
 function describe(error: unknown): string {
   // A CliError's message already says all there is; its cause is the raw failure it explains.
-  return error instanceof CliError ? error.message : errorMessages(error);
+  return error instanceof CliError || error instanceof ManageError ? error.message : errorMessages(error);
 }

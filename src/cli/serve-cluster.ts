@@ -1,7 +1,8 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { destination, pino, type Logger } from 'pino';
-import { startAdmin } from './admin-listener.js';
+import { pino, type Logger } from 'pino';
+import { LogSink } from '../app/log-sink.js';
+import { adminApi, startAdmin } from './admin-listener.js';
 import { relayEventWords } from './cluster-events.js';
 import type { Config } from '../config.js';
 import { errors } from '../http/errors.js';
@@ -12,7 +13,7 @@ import { logStream } from './log-stream.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
 import { openCommandStore } from './store.js';
-import { describeLocation, storeLocation } from './store-location.js';
+import { logStoreLine, storeLocation } from './store-location.js';
 
 /** A worker that died is replaced after this pause. */
 const RESTART_DELAY_MS = 500;
@@ -31,7 +32,7 @@ function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, ctx: Comm
     });
   }
   // Synchronous: the primary logs rarely, and its last lines come right before it exits.
-  return pino({ level: config.logLevel }, destination({ dest: 1, sync: true }));
+  return pino({ level: config.logLevel }, new LogSink({ fd: 1, minLength: 0, sync: true }));
 }
 
 /**
@@ -44,14 +45,14 @@ function primaryLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, ctx: Comm
  * would fail the same way) or when workers keep dying (CRASH_LIMIT exits
  * within CRASH_WINDOW_MS).
  */
-export async function runPrimary(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
+export async function runPrimary(config: Readonly<Config>, ctx: CommandContext, created?: string): Promise<number> {
   const { store, token, usable } = await prepareStore(config);
   // Shown at once: the store keeps only its hash, so a failed start must not
   // lose it. With --port 0 the curl example waits for the port the workers get.
-  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
+  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config), created);
   const log = primaryLogger(config, ctx);
   const where = storeLocation(config.db);
-  log.info({ store: where }, `store: ${describeLocation(where)}`);
+  logStoreLine(log, where, created !== undefined);
   if (!token) logTokenHint(log, usable, where);
   const workers = new Workers(config, ctx, log, token);
   const admin = config.adminPort === null ? undefined : await startPrimaryAdmin(config, log, store, workers);
@@ -238,6 +239,7 @@ async function startPrimaryAdmin(
     return await startAdmin(config.host, config.adminPort!, {
       logger: log,
       limits: config,
+      api: adminApi(config, store),
       metrics: async () => {
         const starting = workers.notReady();
         if (starting !== undefined) {

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { startAdmin } from './admin-listener.js';
+import { adminApi, startAdmin } from './admin-listener.js';
 import { buildApp } from '../app/app.js';
-import { flushLogger } from '../app/logger.js';
+import { closeLogger, flushLogger } from '../app/logger.js';
 import { ALL_SETTINGS, webhookKeyPath, type Config, type SettingsRead } from '../config.js';
 import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
@@ -14,7 +14,7 @@ import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usa
 import { runPrimary } from './serve-cluster.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
 import { checkCommandConnections, openCommandStore } from './store.js';
-import { describeLocation, storeLocation } from './store-location.js';
+import { logStoreLine, newStoreAt, storeLocation } from './store-location.js';
 import { logStream } from './log-stream.js';
 import type { EventSignal, Store } from '../store/store.js';
 
@@ -30,10 +30,12 @@ export const serve: Command = {
   settings: [...ALL_SETTINGS],
   async run(ctx, values) {
     const { config } = serveSettings(this, values, ctx, { logPretty: ctx.isTTY });
+    // Before anything is created: a mistyped --db must not become a new store unnoticed.
+    const created = cluster.isPrimary ? newStoreAt(config.db) : undefined;
     // Once, before any worker starts: workers × pool size must fit the database.
     if (cluster.isPrimary) await checkCommandConnections(config, config.workers);
-    if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx);
-    return runServer(config, ctx);
+    if (cluster.isPrimary && config.workers > 1) return runPrimary(config, ctx, created);
+    return runServer(config, ctx, created);
   },
 };
 
@@ -68,8 +70,8 @@ interface Running {
 }
 
 /** One server process: listen, then wait for SIGTERM/SIGINT and shut down gracefully. */
-async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise<number> {
-  const { running, token } = await start(config, ctx);
+async function runServer(config: Readonly<Config>, ctx: CommandContext, created?: string): Promise<number> {
+  const { running, token } = await start(config, ctx, created);
   const { app } = running;
   const { exited, stopListening } = shutdownOnSignals(ctx, running);
   await listenPublic(config, running, stopListening);
@@ -87,15 +89,16 @@ async function runServer(config: Readonly<Config>, ctx: CommandContext): Promise
 async function start(
   config: Readonly<Config>,
   ctx: CommandContext,
+  created: string | undefined,
 ): Promise<{ running: Running; token: string | undefined }> {
   const store = await openCommandStore(config);
   // The store's own signal (PostgreSQL's LISTEN) reaches the other workers too.
   const eventSignal = cluster.isWorker && !store.eventSignal ? new ClusterEventSignal() : undefined;
   let app: FastifyInstance | undefined;
   try {
-    const token = await firstToken(config, ctx, store);
+    const token = await firstToken(config, ctx, store, created);
     app = await buildApp(config, { store, logStream: logStream(ctx), eventSignal });
-    await logStart(app, store, config, token);
+    await logStart(app, store, config, token, created !== undefined);
     const running: Running = {
       app,
       store,
@@ -117,11 +120,16 @@ async function start(
 }
 
 /** The first token of a store that has none, shown at once (a worker of --workers never makes one). */
-async function firstToken(config: Readonly<Config>, ctx: CommandContext, store: Store): Promise<string | undefined> {
+async function firstToken(
+  config: Readonly<Config>,
+  ctx: CommandContext,
+  store: Store,
+  created: string | undefined,
+): Promise<string | undefined> {
   const token = cluster.isWorker ? undefined : await bootstrapToken(store);
   // Shown at once: the store keeps only its hash, so a failed listen must not lose it.
   // With --port 0 the curl example waits for the port the server gets.
-  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config));
+  if (token) announceToken(ctx, token, config.port === 0 ? undefined : baseUrl(config), created);
   return token;
 }
 
@@ -131,10 +139,11 @@ async function logStart(
   store: Store,
   config: Readonly<Config>,
   token: string | undefined,
+  created: boolean,
 ): Promise<void> {
   if (cluster.isWorker) return;
   const where = storeLocation(config.db);
-  app.log.info({ store: where }, `store: ${describeLocation(where)}`);
+  logStoreLine(app.log, where, created);
   if (!token) logTokenHint(app.log, await usableTokenCount(store), where);
 }
 
@@ -167,8 +176,7 @@ function shutdownOnSignals(
     const done = (code: number) => {
       clearTimeout(timer);
       stopListening();
-      flushLogger(app.log);
-      resolve(code);
+      void closeLogger(app.log).then(() => resolve(code));
     };
     stopListening = onShutdownSignals(ctx.signals, {
       async drain(signal) {
@@ -223,6 +231,7 @@ async function listenAdmin(config: Readonly<Config>, running: Running, stopListe
     logger: app.log,
     limits: config,
     metrics: metricsText,
+    api: adminApi(config, running.store),
     // The public /readyz's verdict: the store, and the JWT keys when JWTs are on.
     ready: async () => {
       const res = await app

@@ -1,6 +1,6 @@
-import { issueToken, parseDuration } from '../auth/tokens.js';
-import { SCOPES, type Scope } from '../store/store.js';
-import { UsageError, commandConfig, jsonFlag, listFlag, ownerFlag, type Command } from './args.js';
+import { issueToken } from '../auth/tokens.js';
+import { checkExpiresIn, checkScopes } from '../manage/tokens.js';
+import { commandConfig, jsonFlag, listFlag, ownerFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
 import { openCommandStore } from './store.js';
 
@@ -26,23 +26,14 @@ export const tokenCreate: Command = {
   },
   async run(ctx, values) {
     const owner = ownerFlag(values);
-    const scopes = listFlag(values.scope);
-    for (const s of scopes) {
-      if (!SCOPES.includes(s as Scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}, got "${s}"`);
-    }
-    let expiresInMs: number | undefined;
-    if (typeof values['expires-in'] === 'string') {
-      try {
-        expiresInMs = parseDuration(values['expires-in']);
-      } catch (error) {
-        throw new UsageError(`--expires-in: ${(error as Error).message}`);
-      }
-    }
+    const scopes = checkScopes(listFlag(values.scope), '--scope');
+    const expiresIn = values['expires-in'];
+    const expiresInMs = checkExpiresIn(typeof expiresIn === 'string' ? expiresIn : undefined, '--expires-in');
     const config = commandConfig(this, values, ctx);
     // mustExist: a mistyped --db is an error, not a new empty store.
     const store = await openCommandStore(config, { mustExist: true });
     try {
-      const { token, record } = await issueToken(store.tokens, { owner, scopes: scopes as Scope[], expiresInMs });
+      const { token, record } = await issueToken(store.tokens, { owner, scopes, expiresInMs });
       if (values.json) {
         printJson(ctx.stdout, {
           id: record.id,

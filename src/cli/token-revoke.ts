@@ -1,4 +1,5 @@
-import { hashToken, looksLikeToken } from '../auth/tokens.js';
+import { looksLikeToken } from '../auth/tokens.js';
+import { revokeToken } from '../manage/tokens.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
 import { openCommandStore } from './store.js';
@@ -23,11 +24,8 @@ export const tokenRevoke: Command = {
       existingSchema: true,
     });
     try {
-      const found = await store.tokens.revoke(looksLikeToken(target) ? hashToken(target) : target, new Date());
-      if (!found) {
-        ctx.stderr.write('no token matches that token or id\n');
-        return 1;
-      }
+      // A ManageError when none matches: main() prints it after "plant-store token revoke: ".
+      await revokeToken(store.tokens, target);
       // Given the token itself, its id is not known here, and the token is never echoed.
       if (values.json) printJson(ctx.stdout, { revoked: true, id: looksLikeToken(target) ? null : target });
       else ctx.stderr.write('revoked\n');

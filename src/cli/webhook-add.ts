@@ -1,38 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { webhookKeyPath } from '../config.js';
-import { refusedAddresses } from '../outbox/address-guard.js';
-import { newSigningSecret, readOrCreateKeyFile } from '../outbox/secret-box.js';
+import { addWebhook, checkEvents, checkWebhookUrl } from '../manage/webhooks.js';
 import { openCommandStore } from './store.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../store/store.js';
+import { WEBHOOK_EVENT_TYPES } from '../store/store.js';
 import { UsageError, commandConfig, jsonFlag, listFlag, ownerFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
-
-const MAX_URL_LENGTH = 2048;
-
-function parseUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`--url must be an absolute http:// or https:// URL, got ${JSON.stringify(raw)}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError(`--url must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
-  if (url.username || url.password)
-    throw new UsageError('--url must not carry a user name or password; the signature authenticates the events');
-  if (url.hash) throw new UsageError('--url must not have a #fragment, which is never sent');
-  if (raw.length > MAX_URL_LENGTH) throw new UsageError(`--url must be at most ${MAX_URL_LENGTH} characters`);
-  return url;
-}
-
-function parseEvents(names: string[]): WebhookEventType[] {
-  if (names.length === 0) throw new UsageError(`--events needs one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
-  for (const name of names) {
-    if (!WEBHOOK_EVENT_TYPES.includes(name as WebhookEventType))
-      throw new UsageError(`--events: ${JSON.stringify(name)} is not one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
-  }
-  return WEBHOOK_EVENT_TYPES.filter((t) => names.includes(t));
-}
 
 export const webhookAdd: Command = {
   name: 'webhook add',
@@ -56,48 +26,29 @@ export const webhookAdd: Command = {
   async run(ctx, values) {
     const owner = ownerFlag(values);
     if (typeof values.url !== 'string') throw new UsageError('--url is required');
-    const url = parseUrl(values.url);
-    const events = parseEvents(values.events === undefined ? [...WEBHOOK_EVENT_TYPES] : listFlag(values.events));
+    const url = checkWebhookUrl(values.url, '--url');
+    const events = checkEvents(
+      values.events === undefined ? [...WEBHOOK_EVENT_TYPES] : listFlag(values.events),
+      '--events',
+    );
     const config = commandConfig(this, values, ctx);
     // mustExist: a mistyped --db is an error, not a new empty store.
     const store = await openCommandStore(config, { mustExist: true });
     try {
-      const keyPath = webhookKeyPath(config);
-      const { box, created } = readOrCreateKeyFile(keyPath);
-      const id = `wh_${randomBytes(8).toString('hex')}`;
-      const secret = newSigningSecret();
-      await store.webhooks.add(
-        { id, owner, url: url.href, events, createdAt: new Date(), keyId: box.keyId },
-        box.seal(secret.key, id),
-        { maxPerOwner: config.webhooksMaxEndpoints },
-      );
-      if (created && !values.json) {
+      const added = await addWebhook(store, config, { owner, url, events });
+      if (added.keyCreated && !values.json) {
         ctx.stderr.write(
-          `created the webhook key ${keyPath} (readable by its owner only): every server needs it to sign events; ` +
+          `created the webhook key ${added.keyFile} (readable by its owner only): every server needs it to sign events; ` +
             'back it up apart from the database\n',
         );
       }
       if (!values.json)
-        ctx.stderr.write(`created ${id} for owner "${owner}": POST ${url.href} on ${events.join(', ')}\n`);
-      for (const { address, range } of await refusedAddresses(url.hostname)) {
-        ctx.stderr.write(
-          `warning: ${url.hostname}${url.hostname === address ? '' : ` resolves to ${address}, which`} is a ${range} address: ` +
-            'servers refuse to deliver there unless started with --webhooks-allow-private\n',
-        );
-      }
-      if (url.protocol === 'http:')
-        ctx.stderr.write('warning: not https: events travel unencrypted (their signatures still prove the sender)\n');
+        ctx.stderr.write(`created ${added.id} for owner "${owner}": POST ${added.url} on ${events.join(', ')}\n`);
+      for (const warning of added.warnings) ctx.stderr.write(`warning: ${warning}\n`);
       if (values.json) {
-        printJson(ctx.stdout, {
-          id,
-          owner,
-          url: url.href,
-          events,
-          keyFile: keyPath,
-          keyCreated: created,
-          secret: secret.text,
-        });
-      } else ctx.stdout.write(`${secret.text}\n`);
+        const { warnings: _warnings, ...shown } = added;
+        printJson(ctx.stdout, shown);
+      } else ctx.stdout.write(`${added.secret}\n`);
       return 0;
     } finally {
       await store.close();

@@ -1,6 +1,7 @@
 import { openCommandStore } from './store.js';
 import { UsageError, commandConfig, jsonFlag, type Command } from './args.js';
 import { printJson } from './rows.js';
+import { removeWebhook } from '../manage/webhooks.js';
 
 export const webhookRemove: Command = {
   name: 'webhook remove',
@@ -20,10 +21,8 @@ export const webhookRemove: Command = {
       existingSchema: true,
     });
     try {
-      if (!(await store.webhooks.remove(positionals[0]!))) {
-        ctx.stderr.write('no webhook endpoint has that id\n');
-        return 1;
-      }
+      // A ManageError when no endpoint has the id: main() prints it after "plant-store webhook remove: ".
+      await removeWebhook(store.webhooks, positionals[0]!);
       if (values.json) printJson(ctx.stdout, { removed: true, id: positionals[0]! });
       else ctx.stderr.write('removed\n');
       return 0;

@@ -3,8 +3,9 @@ import { corsOriginRule } from './rules/cors.js';
 import { dbUrlRule } from './rules/db-url.js';
 import { jwtRule } from './rules/jwt.js';
 import { authFailLimitRule, pageSizeRule, redisNeedsLimitRule } from './rules/limits.js';
-import { urlFilesRule } from './rules/secrets.js';
+import { adminTokenRule, urlFilesRule } from './rules/secrets.js';
 import { headersTimeoutRule, webhookLeaseRule } from './rules/timeouts.js';
+import { trustProxyRule } from './rules/trust-proxy.js';
 
 /**
  * The rules across settings, checked in this order once each value is valid
@@ -13,8 +14,10 @@ import { headersTimeoutRule, webhookLeaseRule } from './rules/timeouts.js';
  */
 export const RULES: readonly Rule[] = [
   urlFilesRule,
+  adminTokenRule,
   dbUrlRule,
   corsOriginRule,
+  trustProxyRule,
   authFailLimitRule,
   redisNeedsLimitRule,
   pageSizeRule,

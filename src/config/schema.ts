@@ -13,6 +13,8 @@ export const ConfigSchema = Type.Object({
   // Not settings of their own: set by the CLI (a terminal) and by tests.
   /** The flags whose value carries a password on the command line (warned about at start). */
   passwordsInArgv: Type.Optional(Type.Array(Type.String())),
+  /** The admin API's bearer secret, read from --admin-token-file. */
+  adminToken: Type.Optional(Type.String()),
   logPretty: Type.Boolean(),
   tokenCacheMs: Type.Integer({ minimum: 0, maximum: 900 }),
   /** Least time between two JWKS fetches caused by tokens whose key is unknown. */

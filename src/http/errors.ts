@@ -5,12 +5,13 @@
 const REALM = 'plants';
 
 /**
- * Whether a status says the server failed. A 501 is a 5xx, yet it refuses
- * what the request itself asked for (a transfer coding this server does not
- * implement), which only the client can change: like a 4xx, it is no failure
- * to log with its cause or to alert on.
+ * Whether a status says the server failed. A 501 or a 505 is a 5xx, yet it
+ * refuses what the request itself asked for (a transfer coding this server
+ * does not implement, an HTTP version it does not speak), which only the
+ * client can change: like a 4xx, it is no failure to log with its cause or to
+ * alert on.
  */
-export const isServerFailure = (status: number): boolean => status >= 500 && status !== 501;
+export const isServerFailure = (status: number): boolean => status >= 500 && status !== 501 && status !== 505;
 
 export class AppError extends Error {
   constructor(
@@ -53,6 +54,7 @@ export type ErrorCode =
   | 'RANGE_NOT_SATISFIABLE'
   | 'EXPECTATION_FAILED'
   | 'NOT_IMPLEMENTED'
+  | 'HTTP_VERSION_NOT_SUPPORTED'
   | 'TOO_MANY_REQUESTS'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -83,6 +85,16 @@ export const errors = {
     new AppError('INVALID_TOKEN', 401, `invalid bearer token: ${why}${kind === 'opaque' ? TOKEN_HINT : ''}`, {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quote(why)}"`,
     }),
+  /** The admin API's 401: its secret is the file --admin-token-file names, never a plant token. */
+  adminUnauthorized: (given: boolean) =>
+    new AppError(
+      given ? 'INVALID_TOKEN' : 'MISSING_CREDENTIALS',
+      401,
+      given
+        ? 'invalid admin token: send the secret of the file --admin-token-file names'
+        : 'authentication required: send Authorization: Bearer <the secret of the file --admin-token-file names>',
+      { 'www-authenticate': 'Bearer realm="plant-store-admin"' },
+    ),
   insufficientScope: (scope: string) =>
     new AppError('INSUFFICIENT_SCOPE', 403, `this token lacks the ${scope} scope`, {
       'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
@@ -103,6 +115,12 @@ export const errors = {
   rangeNotSatisfiable: () => new AppError('RANGE_NOT_SATISFIABLE', 416, 'the requested range is not satisfiable'),
   expectationFailed: (message: string) => new AppError('EXPECTATION_FAILED', 417, message),
   notImplemented: (message: string) => new AppError('NOT_IMPLEMENTED', 501, message),
+  httpVersionNotSupported: (version: string) =>
+    new AppError(
+      'HTTP_VERSION_NOT_SUPPORTED',
+      505,
+      `HTTP/${version.slice(0, 10)} is not supported: this server speaks HTTP/1.1 (and HTTP/1.0)`,
+    ),
   payloadTooLarge: (limit: number) =>
     new AppError('PAYLOAD_TOO_LARGE', 413, `request body is larger than the limit of ${limit} bytes`),
   unsupportedMediaType: (contentType: string | undefined) =>

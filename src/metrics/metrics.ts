@@ -24,7 +24,7 @@ export const httpRequestDuration = new Histogram(
 
 export const httpMalformedRequests = new Counter({
   name: 'plant_store_http_malformed_requests_total',
-  help: "Requests answered before reaching a route: refused by Node's HTTP parser (400, 431, or 501 for a method it does not know), or CONNECT (405).",
+  help: "Requests answered before reaching a route: refused by Node's HTTP parser (400, 431, 501 for a method it does not know, or 505 for an HTTP version it does not speak), or CONNECT (405).",
   labelNames: ['status_code'],
   registers: [registry],
 });
@@ -138,6 +138,12 @@ export const eventsSent = new Counter({
 export const eventStreamsClosedSlow = new Counter({
   name: 'plant_store_event_streams_closed_slow_total',
   help: 'Live event streams closed because their client read too slowly to keep up.',
+  registers: [registry],
+});
+
+export const logLinesDropped = new Counter({
+  name: 'plant_store_log_lines_dropped_total',
+  help: 'Log lines dropped because stdout refused them (disk full, a closed pipe, an I/O error) or fell too far behind.',
   registers: [registry],
 });
 

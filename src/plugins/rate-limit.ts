@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { takesToken } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
+import type {} from '../http/client-address.js';
 import type { Config, Rate } from '../config.js';
 import { AppError, errors } from '../http/errors.js';
 import { rateLimitRejections } from '../metrics/metrics.js';
@@ -61,7 +62,8 @@ async function limitOwners(app: FastifyInstance, store: FastifyRateLimitStore, r
  */
 function limitAuthFailures(app: FastifyInstance, store: FastifyRateLimitStore, rate: Rate, maxBlocked = 100_000): void {
   const blockedUntil = new LRUCache<string, number>({ max: maxBlocked });
-  const clientOf = (request: FastifyRequest) => normalizeIP(request.ip);
+  // The client behind a trusted proxy (--trust-proxy), an IPv6 client by its /64.
+  const clientOf = (request: FastifyRequest) => normalizeIP(request.client);
 
   const refuseBlocked: onRequestHookHandler = (request, _reply, done) => {
     if (blockedUntil.size === 0) return done();

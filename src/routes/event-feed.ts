@@ -1,14 +1,17 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Principal } from '../auth/principal.js';
 import { errors } from '../http/errors.js';
 import { eventStreamsClosedSlow, eventStreamsOpen, eventsSent } from '../metrics/metrics.js';
 import { eventBody } from '../outbox/event-body.js';
-import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store/store.js';
+import type { EventLog, PlantEvent } from '../store/store.js';
+import type { CredentialsEnd, StreamCredentials } from './stream-credentials.js';
 
 export interface FeedOptions {
   pollMs: number;
   keepaliveMs: number;
   bufferBytes: number;
+  slowMs: number;
   maxStreams: number;
   maxStreamsPerOwner: number;
   retentionMs: number;
@@ -24,6 +27,10 @@ interface Stream {
   /** Reading its backlog: live events are left to that reading. */
   catchingUp: boolean;
   lastWriteAt: number;
+  /** Since when output has waited for the client with none taken, and how much had been handed to the kernel then. */
+  stalled?: { since: number; flushed: number } | undefined;
+  /** Stops the check of the credentials it was opened with. */
+  unwatch?: () => void;
 }
 
 /** Events read from the log in one query. */
@@ -39,8 +46,8 @@ const PRUNE_EVERY_MS = 60_000;
 const LOOK_AGAIN_MS = 5;
 const LOOK_AGAIN_MAX_MS = 500;
 const LOOK_FOR_MS = 5_000;
-/** A stream closed for being slow gets this long to take its last event before its connection is cut. */
-const SLOW_GRACE_MS = 5_000;
+/** A stream the server ends (slow, credentials ended) gets this long to take its last event before its connection is cut. */
+const END_GRACE_MS = 5_000;
 
 /** Resolves when a response can take more, or is gone. */
 const drained = (res: ServerResponse) =>
@@ -55,6 +62,15 @@ const drained = (res: ServerResponse) =>
 const frame = (e: PlantEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${eventBody(e)}\n\n`;
 const notice = (type: string, message: string, id?: bigint) =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify({ type, message })}\n\n`;
+
+const CREDENTIALS_ENDED: Record<CredentialsEnd, string> = {
+  revoked: 'the token this stream was opened with has been revoked; the stream has ended',
+  expired: 'the credentials this stream was opened with have expired; reconnect with new ones',
+  scope: 'the token this stream was opened with no longer has the plants:read scope; the stream has ended',
+};
+/** The last event of a stream whose credentials ended; `reason` lets a client tell why without reading the message. */
+const unauthorized = (reason: CredentialsEnd) =>
+  `event: unauthorized\ndata: ${JSON.stringify({ type: 'unauthorized', reason, message: CREDENTIALS_ENDED[reason] })}\n\n`;
 
 /**
  * The live streams of one process, fed from the store's event log. One query
@@ -83,16 +99,20 @@ export class EventFeed {
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #keepalive: NodeJS.Timeout;
   readonly #prune: NodeJS.Timeout;
+  readonly #slowCheck: NodeJS.Timeout;
   #closed = false;
 
   constructor(
     private readonly log: EventLog,
     private readonly options: FeedOptions,
     private readonly logger: FastifyBaseLogger,
+    private readonly credentials: StreamCredentials,
   ) {
     const beat = Math.max(5, Math.floor(options.keepaliveMs / 2));
     this.#keepalive = setInterval(() => this.#keepAlive(beat), beat).unref();
     this.#prune = setInterval(() => void this.prune(), Math.min(PRUNE_EVERY_MS, options.retentionMs)).unref();
+    const slowEvery = Math.max(25, Math.min(1000, Math.floor(options.slowMs / 4)));
+    this.#slowCheck = setInterval(() => this.#closeStalled(), slowEvery).unref();
   }
 
   get open(): number {
@@ -124,11 +144,12 @@ export class EventFeed {
    * there. Fails, with no head written, when the log cannot be read.
    */
   async start(
-    owner: string,
+    principal: Principal,
     res: ServerResponse,
     lastEventId: bigint | undefined,
     writeHead: () => void,
   ): Promise<void> {
+    const { owner } = principal;
     this.admit(owner);
     const stream: Stream = { owner, res, through: 0n, catchingUp: true, lastWriteAt: performance.now() };
     let owned = this.#streams.get(owner);
@@ -140,7 +161,7 @@ export class EventFeed {
     let reset = false;
     try {
       await this.#begin();
-      const { pruned, newest } = await this.log.bounds();
+      const { pruned, newest } = await this.log.bounds(owner);
       // Ids skip numbers, so only the log's own mark tells whether events after lastEventId were removed.
       reset = lastEventId !== undefined && (lastEventId > newest || lastEventId < pruned);
       stream.through = lastEventId === undefined || reset ? newest : lastEventId;
@@ -149,6 +170,8 @@ export class EventFeed {
       throw error;
     }
     writeHead();
+    // From the first byte on: a stream whose credentials end gets its last event and is closed.
+    stream.unwatch = this.credentials.watch(principal, (reason) => this.#end(stream, unauthorized(reason)));
     if (reset)
       this.#write(
         stream,
@@ -178,7 +201,9 @@ export class EventFeed {
     this.#closed = true;
     clearInterval(this.#keepalive);
     clearInterval(this.#prune);
+    clearInterval(this.#slowCheck);
     clearTimeout(this.#pollTimer);
+    this.credentials.close();
     for (const owned of this.#streams.values()) for (const s of owned) s.res.end();
   }
 
@@ -187,7 +212,7 @@ export class EventFeed {
     try {
       const before = Date.now() - this.options.retentionMs;
       // Each round removes a bounded chunk, one short transaction each.
-      while ((await this.log.prune(before, this.options.maxKept)) >= EVENT_PRUNE_CHUNK && !this.#closed);
+      while ((await this.log.prune(before, this.options.maxKept)).more && !this.#closed);
     } catch (error) {
       this.logger.warn({ err: error }, 'pruning old plant events failed; trying again later');
     }
@@ -285,7 +310,8 @@ export class EventFeed {
   /**
    * A live event: the stream is closed as slow instead when its client has
    * not taken what earlier polls sent, so a stream holds at most the buffer
-   * and one poll's events.
+   * and one poll's events. (A backlog is sent only as fast as the client
+   * takes it, so it never passes the buffer.)
    */
   #sendLive(stream: Stream, e: PlantEvent): void {
     if (stream.res.writableLength > this.options.bufferBytes) this.#closeSlow(stream);
@@ -306,18 +332,47 @@ export class EventFeed {
 
   #closeSlow(stream: Stream): void {
     eventStreamsClosedSlow.inc();
-    const { res } = stream;
-    // Once all is handed to the kernel the connection closes, so the client
-    // sees the end; one that does not read at all is cut after the grace time.
-    res.end(
+    this.#end(
+      stream,
       notice(
         'overflow',
         'this client read events too slowly to keep up; reconnect with Last-Event-ID to resume where it left off',
       ),
-      () => res.socket?.end(),
     );
-    setTimeout(() => res.destroy(), SLOW_GRACE_MS).unref();
+  }
+
+  /** Ends a stream with a last event. */
+  #end(stream: Stream, last: string): void {
+    const { res } = stream;
+    if (res.writableEnded) return;
+    // Once all is handed to the kernel the connection closes, so the client
+    // sees the end; one that does not read at all is cut after the grace time.
+    res.end(last, () => res.socket?.end());
+    setTimeout(() => res.destroy(), END_GRACE_MS).unref();
     this.#remove(stream);
+  }
+
+  /**
+   * The other half of the slow rule, for backlogs and live events alike: a
+   * stream with output waiting in the server (the kernel's buffers for the
+   * connection are full) of which the client has taken nothing for `slowMs`
+   * is closed as slow. A client that reads, however slowly, keeps moving the
+   * count of bytes handed to the kernel, and stays.
+   */
+  #closeStalled(): void {
+    const now = performance.now();
+    for (const owned of this.#streams.values())
+      for (const s of owned) {
+        const socket = s.res.socket;
+        if (!socket || s.res.writableLength === 0) {
+          s.stalled = undefined;
+          continue;
+        }
+        // bytesWritten counts what is still buffered too.
+        const flushed = socket.bytesWritten - socket.writableLength;
+        if (s.stalled?.flushed !== flushed) s.stalled = { since: now, flushed };
+        else if (now - s.stalled.since >= this.options.slowMs) this.#closeSlow(s);
+      }
   }
 
   #keepAlive(beat: number): void {
@@ -330,6 +385,7 @@ export class EventFeed {
   #remove(stream: Stream): void {
     const owned = this.#streams.get(stream.owner);
     if (!owned?.delete(stream)) return;
+    stream.unwatch?.();
     if (owned.size === 0) this.#streams.delete(stream.owner);
     this.#count--;
     eventStreamsOpen.dec();

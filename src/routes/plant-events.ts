@@ -33,7 +33,12 @@ const STREAM_DESCRIPTION = `A stream of Server-Sent Events, one per change of th
     event: plant.created
     data: {"type":"plant.created","timestamp":"…","data":{"id":…,"name":"…","tag":"…"}}
 
-\`data\` is the webhook payload (PlantCreatedEvent or PlantDeletedEvent). Lines starting with \`:\` are keep-alive comments. Two other events may come: \`reset\` (the Last-Event-ID sent is no longer kept: list the plants again; its id is where the stream goes on from) and \`overflow\` (the client read too slowly and the stream ends: reconnect with Last-Event-ID).`;
+\`data\` is the webhook payload (PlantCreatedEvent or PlantDeletedEvent). Lines starting with \`:\` are keep-alive comments. Three other events may come: \`reset\` (the Last-Event-ID sent is no longer kept: list the plants again; its id is where the stream goes on from), \`overflow\` (the client read too slowly and the stream ends: reconnect with Last-Event-ID) and \`unauthorized\`, the last event of a stream whose credentials ended, sent within a second of it:
+
+    event: unauthorized
+    data: {"type":"unauthorized","reason":"revoked","message":"…"}
+
+\`reason\` is \`revoked\` (the token was revoked), \`expired\` (the token's expiry or the JWT's exp passed) or \`scope\` (the token no longer has plants:read). Do not reconnect with the same credentials: they would be refused with 401 or 403.`;
 
 const BAD_LAST_EVENT_ID = 'Last-Event-ID must be an event id received from this stream';
 
@@ -73,9 +78,8 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, {
         throw errors.badRequest(BAD_LAST_EVENT_ID);
       // HEAD gets the stream's headers and no stream: it would never end, and would hold one of the owner's streams.
       if (request.method === 'HEAD') return reply.type(STREAM_TYPE).send();
-      const { owner } = request.principal;
       const res = reply.raw;
-      await feed.start(owner, res, lastEventId, () => {
+      await feed.start(request.principal, res, lastEventId, () => {
         markLongLived(res);
         reply.hijack();
         for (const [name, value] of Object.entries(reply.getHeaders()))

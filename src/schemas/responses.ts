@@ -67,11 +67,13 @@ const HEADERS: Record<number, Record<string, { type: 'string'; description: stri
 const OTHER_ERRORS =
   'Another error, with the same Error body. Besides the statuses listed, any operation may answer: ' +
   '400 when the request cannot be parsed (malformed HTTP, no Host header or more than one, more than one ' +
-  'Content-Type, a Transfer-Encoding that does not end in chunked, a URL that is not valid); ' +
+  'Content-Type, a Transfer-Encoding that does not end in chunked, a URL that is not valid, the target * with a ' +
+  "method other than OPTIONS, an absolute-form target whose host is not the Host header's); " +
   '408 when the request head or body does not arrive in time; ' +
   '417 for an Expect other than 100-continue; ' +
   '431 when the request line and headers are too large; ' +
   '501 for other transfer codings before chunked (Transfer-Encoding: gzip, chunked); ' +
+  '505 for an HTTP version other than 1.0 and 1.1; ' +
   '500 on an unexpected error; ' +
   '503 while the server is shutting down, or when the request is not answered within the request timeout.';
 

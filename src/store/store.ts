@@ -157,6 +157,8 @@ export interface TokenStore {
    */
   insertFirst(token: TokenRecord, hash: Buffer): Promise<boolean>;
   findByHash(hash: Buffer): Promise<TokenRecord | undefined>;
+  /** The tokens with these ids, in one query whatever their number; ids not found are left out. */
+  findByIds(ids: readonly string[]): Promise<TokenRecord[]>;
   list(): Promise<TokenRecord[]>;
   /** Revokes by token id or by secret hash; false when neither matches. */
   revoke(idOrHash: string | Buffer, at: Date): Promise<boolean>;
@@ -228,6 +230,8 @@ export interface WebhookStore {
   list(): Promise<(WebhookEndpointRecord & { pending: number })[]>;
   /** Removes an endpoint and the events still waiting for it; false when no endpoint has that id. */
   remove(id: string): Promise<boolean>;
+  /** One endpoint with its sealed signing secret (to sign a test event), or undefined when no endpoint has that id. */
+  get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined>;
 }
 
 /**
@@ -339,8 +343,9 @@ export interface PlantEvent {
  * background. Reads see a final prefix of the log: no event ever appears
  * below an id a read returned (or below `newest`), so a reader that goes on
  * above the last id it saw misses nothing. Events are removed oldest first
- * only, and the log remembers the largest id it removed: every event above
- * that mark, up to `newest`, is still there.
+ * only, for the whole log (by age) or for one owner (by its cap), and the
+ * log remembers the largest id it removed of each: every event of an owner
+ * above both marks, up to `newest`, is still there.
  */
 export interface EventLog {
   /** Events of every owner with an id above `after`, oldest first, at most `limit`. */
@@ -349,18 +354,25 @@ export interface EventLog {
   ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]>;
   /**
    * The id of the newest readable event (0n when there is none), and the
-   * largest id ever pruned (0n when none was). A reader that has seen every
-   * event up to an id in [pruned, newest] can go on from it with nothing
-   * missing; from an id below `pruned` it has missed removed events.
+   * largest id ever pruned (0n when none was), for `owner`'s stream when
+   * given: the larger of the mark of pruning by age (every owner's) and the
+   * mark of that owner's own cap. A reader of `owner` that has seen every
+   * event of it up to an id in [pruned, newest] can go on from it with
+   * nothing missing; from an id below `pruned` it has missed removed events.
    */
-  bounds(): Promise<{ pruned: bigint; newest: bigint }>;
+  bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }>;
   /**
-   * Removes the events older than `before` (ms since the epoch) and all but
-   * the newest `keep` (counted in events, not ids), oldest first, at most
-   * EVENT_PRUNE_CHUNK of them and never the newest readable event, and
-   * raises the `pruned` mark in the same transaction; resolves to how many.
+   * One bounded round of pruning, in short transactions: removes the events
+   * older than `before` (ms since the epoch), a prefix of the log, and the
+   * events of each owner beyond its newest `keepPerOwner` (a prefix of that
+   * owner's events), never another owner's. Each part removes at most
+   * EVENT_PRUNE_CHUNK events and never the newest readable one, and raises
+   * its mark in the same transaction. The owners looked at are those of the
+   * events logged since the store's previous round (at most
+   * EVENT_PRUNE_CHUNK of them a round), so a round costs the same however
+   * long the log. `more`: call again, there is more to look at.
    */
-  prune(before: number, keep: number): Promise<number>;
+  prune(before: number, keepPerOwner: number): Promise<{ removed: number; more: boolean }>;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { after, before } from './requirements.js';
 import { buildApp } from '../../src/app/app.js';
@@ -38,4 +39,19 @@ export function useApp(fx: StoreFixture, overrides: Partial<Config> = {}): AppHa
     });
   };
   return h;
+}
+
+/** An app listening on an ephemeral loopback port, on its own store of the suite's database. */
+export interface ListeningApp {
+  app: FastifyInstance;
+  store: Store;
+  /** http://127.0.0.1:PORT */
+  base: string;
+}
+
+export async function listenApp(fx: StoreFixture, overrides: Partial<Config> = {}): Promise<ListeningApp> {
+  const store = await fx.open(overrides);
+  const app = await buildApp(fx.config(overrides), { store });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, store, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }

@@ -41,14 +41,14 @@ const STRICT = {
  * Compiles `main.ts` in `project` twice under strict settings: with NodeNext
  * resolution (emitting main.js) and with a bundler's. Fails with tsc's output.
  */
-export async function typecheckStrict(project: string): Promise<void> {
+export async function typecheckStrict(project: string, tsc = TSC): Promise<void> {
   for (const [name, options] of [
     ['tsconfig.json', { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' }],
     ['tsconfig.bundler.json', { ...STRICT, module: 'ES2022', moduleResolution: 'Bundler', noEmit: true }],
   ] as const) {
     writeFileSync(join(project, name), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }));
-    await run(process.execPath, [TSC, '-p', name], { cwd: project }).catch((error: { stdout?: string }) => {
-      assert.fail(`tsc -p ${name} failed:\n${error.stdout}`);
+    await run(process.execPath, [tsc, '-p', name], { cwd: project }).catch((error: { stdout?: string }) => {
+      assert.fail(`${tsc} -p ${name} failed:\n${error.stdout}`);
     });
   }
 }

@@ -63,14 +63,11 @@ export class PgBouncer {
 
   /** Starts one and waits until it accepts connections. */
   static async start(options: PgBouncerOptions): Promise<PgBouncer> {
-    const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
     const upstream = new URL(options.upstream);
     const user = decodeURIComponent(upstream.username || 'postgres');
-    const port = await freePort();
-    writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`);
-    writeFileSync(
-      join(dir, 'pgbouncer.ini'),
-      [
+    return PgBouncer.startWith((dir, port) => ({
+      userlist: `"${user}" ""\n`,
+      ini: [
         '[databases]',
         `* = host=${upstream.hostname || '127.0.0.1'} port=${upstream.port || '5432'}`,
         '[pgbouncer]',
@@ -88,7 +85,19 @@ export class PgBouncer {
         'server_connect_timeout = 3',
         '',
       ].join('\n'),
-    );
+    }));
+  }
+
+  /**
+   * Starts one on `files(dir, port)`: its pgbouncer.ini and userlist.txt,
+   * written into a new folder `dir`, for a free `port` they must listen on.
+   */
+  static async startWith(files: (dir: string, port: number) => { ini: string; userlist: string }): Promise<PgBouncer> {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
+    const port = await freePort();
+    const { ini, userlist } = files(dir, port);
+    writeFileSync(join(dir, 'userlist.txt'), userlist, { mode: 0o600 });
+    writeFileSync(join(dir, 'pgbouncer.ini'), ini);
     if (process.getuid?.() === 0) {
       const { uid, gid } = postgresUser()!;
       for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, gid);

@@ -1,4 +1,4 @@
-// Assertions and request shortcuts shared by the HTTP suites (http-*.test.ts, openapi.test.ts).
+// Assertions and request shortcuts shared by the HTTP suites (test/plants-api/, test/auth/).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';

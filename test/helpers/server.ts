@@ -212,7 +212,7 @@ export function jsonLines(text: string): Record<string, unknown>[] {
   return out;
 }
 
-const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz\) at (http:\/\/127\.0\.0\.1:\d+)/;
+const ADMIN_LINE = /Admin listener \(\/metrics, \/healthz, \/readyz[^)]*\) at (http:\/\/127\.0\.0\.1:\d+)/;
 
 /** The admin listener's URL (--admin-port), from the server's log line. */
 export async function adminUrlOf(server: ServerProcess): Promise<string> {
@@ -375,6 +375,8 @@ export interface HttpOptions {
   headers?: Record<string, string>;
   json?: unknown;
   agent?: http.Agent;
+  /** The address to send from (127.0.0.2: another client on loopback). */
+  localAddress?: string;
   timeoutMs?: number;
   /**
    * Called when the whole request has been handed to the OS (on loopback: it has reached the server's socket),
@@ -394,7 +396,13 @@ export function httpRequest(url: string, opts: HttpOptions = {}): Promise<HttpRe
       headers['content-type'] ??= 'application/json';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const req = http.request(url, { method: opts.method ?? 'GET', headers, agent: opts.agent ?? false }, (res) => {
+    const options = {
+      method: opts.method ?? 'GET',
+      headers,
+      agent: opts.agent ?? false,
+      localAddress: opts.localAddress,
+    };
+    const req = http.request(url, options, (res) => {
       let data = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (data += d));

@@ -1,6 +1,6 @@
 // The webhook delivery suite: delivery from the transactional outbox, where a
 // real delivery loop sends to a real receiver on 127.0.0.1 and every request is
-// checked with the standardwebhooks library. test/webhooks.test.ts runs it on
+// checked with the standardwebhooks library. test/webhooks/delivery.test.ts runs it on
 // SQLite with the retry schedule shortened tenfold; test/slow/webhooks-postgres.test.ts
 // on PostgreSQL with the real schedule, its retries seconds apart.
 import assert from 'node:assert/strict';

@@ -21,8 +21,9 @@ describe('opening a SQLite file that cannot be used', () => {
   it('a file that is no SQLite database: the error, and no handle left open', async () => {
     const path = join(dir, 'notes.txt');
     writeFileSync(path, 'not a database\n'.repeat(100));
-    assert.throws(() => openSqlite({ path, durability: 'normal' }), /file is not a database/);
-    await assert.rejects(migrateSqlite({ path, durability: 'normal' }), /file is not a database/);
+    const named = { message: `cannot use ${path} as the SQLite database: file is not a database` };
+    assert.throws(() => openSqlite({ path, durability: 'normal' }), named);
+    await assert.rejects(migrateSqlite({ path, durability: 'normal' }), named);
     assert.equal(openHandles(path), 0, 'the failed open left the file open');
   });
 

@@ -5,7 +5,18 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileAndRun, installTarball, packedSetting, packTarball, REPO } from '../helpers/packed.js';
+import { writeFileSync } from 'node:fs';
+import {
+  compileAndRun,
+  installTarball,
+  NPM,
+  npmEnv,
+  packedSetting,
+  packTarball,
+  REPO,
+  run,
+  typecheckStrict,
+} from '../helpers/packed.js';
 import { it } from '../helpers/requirements.js';
 import { describeOnStore } from '../helpers/stores.js';
 
@@ -87,6 +98,39 @@ describeOnStore('sqlite', 'plant-store-client packed alone', (fx) => {
           'PlantStoreClient needs a token (a bearer token as "plant-store token create" prints it), got an empty string',
         left: [{ name: 'Fern' }],
       });
+    },
+  );
+
+  it(
+    'type-checks under each TypeScript line npm installs today, NodeNext and Bundler alike',
+    { timeout: 300_000 },
+    async () => {
+      const { tarball } = await packTarball(['-w', 'plant-store-client'], setting.dir);
+      // 5.9 (the last 5.x), 6 and whatever `npm install typescript` gives now (7 and later).
+      const { stdout } = await run(NPM, ['view', 'typescript', 'dist-tags.latest'], { env: npmEnv() });
+      const latest = stdout.trim();
+      assert.match(latest, /^\d+\.\d+\.\d+$/);
+      for (const version of ['5.9', '6', latest]) {
+        const project = await installTarball(setting.dir, `ts-${version}`, tarball, [`typescript@${version}`]);
+        writeFileSync(join(project, 'main.ts'), program(setting.baseUrl, setting.token));
+        const tsc = join(project, 'node_modules/typescript/bin/tsc');
+        await typecheckStrict(project, tsc);
+      }
+      // What the client reference says of the older resolution: TypeScript 7 removed it.
+      const seven = join(setting.dir, `ts-${latest}`);
+      writeFileSync(
+        join(seven, 'tsconfig.node10.json'),
+        JSON.stringify({ compilerOptions: { moduleResolution: 'node' }, files: ['main.ts'] }),
+      );
+      const refused = await run(
+        process.execPath,
+        [join(seven, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.node10.json'],
+        { cwd: seven },
+      ).then(
+        () => '',
+        (error: { stdout?: string }) => error.stdout ?? '',
+      );
+      if (Number(latest.split('.')[0]) >= 7) assert.match(refused, /moduleResolution=node10' has been removed/);
     },
   );
 });

@@ -1,5 +1,5 @@
 // The default head timeout, waited for in real time: a connection that sends
-// nothing is closed within 10 s (test/hardening-connections.test.ts checks the
+// nothing is closed within 10 s (test/hardening/connections-cut.test.ts checks the
 // timeouts with short settings).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// GET /docs in a real browser (the HTTP checks are in test/docs-page.test.ts).
+// GET /docs in a real browser (the HTTP checks are in test/docs/reference-page.test.ts).
 // The suite drives Debian's chromium: the page must load without a single
 // request leaving the server, without page errors or failed assets, show the
 // document and let a user paste a token and send a request.

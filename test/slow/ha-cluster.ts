@@ -3,14 +3,15 @@
 // and broken the way machines break (kill -9 by PID).
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { commandProbe } from '../helpers/requirements.js';
 import { pgbouncerProbe } from '../helpers/pgbouncer.js';
+import { CLUSTER_SCRIPT, sourceClusterEnv } from '../helpers/cluster-env.js';
+
+export { CLUSTER_SCRIPT };
 
 const run = promisify(execFile);
 
-export const CLUSTER_SCRIPT = fileURLToPath(new URL('../../../deploy/ha/cluster.sh', import.meta.url));
 const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
 /** Throws saying what is missing to run the cluster here. */
@@ -52,12 +53,7 @@ export class HaCluster {
   /** deploy/ha/cluster.sh start DIR (DIR must not exist). */
   static async start(dir: string): Promise<HaCluster> {
     await run(CLUSTER_SCRIPT, ['start', dir], { timeout: 150_000 });
-    const env: Record<string, string> = {};
-    for (const line of readFileSync(`${dir}/cluster.env`, 'utf8').split('\n')) {
-      const i = line.indexOf('=');
-      if (i > 0) env[line.slice(0, i)] = line.slice(i + 1);
-    }
-    return new HaCluster(dir, env);
+    return new HaCluster(dir, await sourceClusterEnv(`${dir}/cluster.env`));
   }
 
   /** postgres:// URL of the primary through HAProxy. */

@@ -25,6 +25,7 @@ import {
   type ServerProcess,
 } from '../helpers/server.js';
 import { HaCluster, haProbe } from './ha-cluster.js';
+import { runGuideEnvLines } from '../helpers/cluster-env.js';
 
 const missing = await requirement('patroni, etcd, haproxy, pgbouncer and PostgreSQL server binaries', haProbe);
 
@@ -255,6 +256,12 @@ needs(missing, () => {
       for (const s of [direct, pooled]) assert.equal(s.exited, false, 'the service process stayed up');
       return m;
     }
+
+    it("the guide's `. cluster.env` then `$PATRONICTL list` lists the three nodes", async () => {
+      const { stdout, stderr } = await runGuideEnvLines(cluster.dir);
+      assert.equal(stderr, '');
+      for (const node of ['node1', 'node2', 'node3']) assert.match(stdout, new RegExp(node));
+    });
 
     it('kill -9 of the leader node (Patroni and PostgreSQL)', { timeout: CASE_TIMEOUT }, async () => {
       const leader = (await cluster.nodeWithRole('leader'))!;

@@ -1,7 +1,7 @@
 // A Redis outage under serve --workers 2 with shared rate limits, in real
 // time: requests go on (failing open) through several reconnect attempts,
 // each worker warns once, and counting is shared again once Redis is back.
-// test/rate-limit.test.ts checks the shared limits themselves.
+// test/operations/rate-limits.test.ts checks the shared limits themselves.
 import assert from 'node:assert/strict';
 import { after, commandProbe, it, needs, requirement } from '../helpers/requirements.js';
 import { freePort } from '../helpers/ports.js';

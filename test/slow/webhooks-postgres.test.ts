@@ -1,5 +1,5 @@
 // Webhook delivery from the transactional outbox on PostgreSQL: the suite of
-// test/webhooks.test.ts (which runs it on SQLite with a shortened schedule),
+// test/webhooks/delivery.test.ts (which runs it on SQLite with a shortened schedule),
 // with the real retry schedule, so its retries wait seconds.
 import { describeOnStore } from '../helpers/stores.js';
 import { REAL_RETRIES } from '../helpers/retry-timing.js';

@@ -159,6 +159,8 @@ export class PlantStoreClient {
    * created and deleted plants with exact bigint ids, and a `reset` when
    * the events to resume from are no longer kept (list again). It reconnects
    * and resumes by itself; stop it with `signal` or by leaving the loop.
+   * It throws a CredentialsEndedError when the server ends the stream because
+   * the token was revoked or expired, or lost plants:read.
    */
   watchPlants(options: WatchOptions = {}): AsyncGenerator<PlantChange, void> {
     return watch({ url: this.#url('plants/events'), authorization: this.#authorization, fetch: this.#fetch }, options);

@@ -7,6 +7,6 @@ export {
   type PlantPage,
   type PlantStoreClientOptions,
 } from './client.js';
-export { PlantStoreError } from './error.js';
+export { CredentialsEndedError, PlantStoreError, type CredentialsEndReason } from './error.js';
 export type { PlantId } from './ids.js';
 export type { PlantChange, PlantCreated, PlantDeleted, PlantsReset, WatchOptions } from './watch.js';

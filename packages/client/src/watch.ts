@@ -1,5 +1,5 @@
 import type { ErrorBody } from './types.js';
-import { errorFrom } from './error.js';
+import { CredentialsEndedError, errorFrom, type CredentialsEndReason } from './error.js';
 import { readEventStream } from './event-stream.js';
 
 /** What every event of watchPlants carries. */
@@ -81,11 +81,21 @@ function change(eventId: string, type: string, data: string): PlantChange | unde
     : { type, eventId, timestamp: parsed.timestamp, data: { id: BigInt(id) } };
 }
 
+/** The stream's last event when its credentials ended; thrown as it comes, so the loop does not reconnect. */
+function credentialsEnded(data: string): CredentialsEndedError {
+  const parsed = JSON.parse(data) as { reason?: string; message?: string };
+  const reason: CredentialsEndReason =
+    parsed.reason === 'expired' || parsed.reason === 'scope' ? parsed.reason : 'revoked';
+  return new CredentialsEndedError(reason, parsed.message ?? 'the credentials of this stream ended');
+}
+
 /**
  * The changes of the caller's plants as they happen. It reconnects by itself
  * after a dropped connection, a server restart or a 5xx/429, resuming after
  * the last event it yielded, so none is lost or repeated. 401 and 403 (and
- * other 4xx) throw a PlantStoreError.
+ * other 4xx) throw a PlantStoreError; a stream the server ends because its
+ * token was revoked or expired, or lost the read scope, throws a
+ * CredentialsEndedError (a PlantStoreError too, status 401 or 403).
  */
 export async function* watch(target: WatchTarget, options: WatchOptions = {}): AsyncGenerator<PlantChange, void> {
   const { signal } = options;
@@ -112,9 +122,14 @@ export async function* watch(target: WatchTarget, options: WatchOptions = {}): A
       retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
       continue;
     }
+    let ended: CredentialsEndedError | undefined;
     try {
       for await (const e of readEventStream(response.body)) {
         retryMs = MIN_RETRY_MS;
+        if (e.event === 'unauthorized') {
+          ended = credentialsEnded(e.data);
+          break;
+        }
         const c = e.id === undefined ? undefined : change(e.id, e.event, e.data);
         if (c === undefined) continue;
         lastEventId = c.eventId;
@@ -123,6 +138,7 @@ export async function* watch(target: WatchTarget, options: WatchOptions = {}): A
     } catch {
       // Cut off mid-stream (or aborted): reconnect below, or stop.
     }
+    if (ended) throw ended;
     if (!signal?.aborted) await sleep(retryMs, signal);
   }
 }

@@ -7,6 +7,36 @@ import { isRedisUrl } from '../text.js';
 /** Whether a URL carries a password ("scheme://user:password@" or "scheme://:password@"). */
 const hasPassword = (url: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url);
 
+/** A file holding a secret (a URL with its password, a token), trimmed; refused when unreadable or empty. */
+function readSecretFile(label: string, path: string): string {
+  const text = readOperatorFile(path, label).trim();
+  if (text === '') throw new ConfigError(`${label}: ${path} is empty`);
+  return text;
+}
+
+/** The shortest admin API secret taken: 32 bytes, as many as a token's own random part. */
+export const ADMIN_TOKEN_MIN_BYTES = 32;
+
+/** --admin-token-file: the admin API's secret, which only the admin listener can take. */
+export const adminTokenRule: Rule = {
+  about: 'the admin API secret read from --admin-token-file, which needs --admin-port',
+  check(config, { label }) {
+    if (config.adminTokenFile === undefined) return;
+    if (config.adminPort === null)
+      throw new ConfigError(
+        `${label('adminTokenFile')} needs ${label('adminPort')}: the admin API is served there only`,
+      );
+    const secret = readSecretFile(label('adminTokenFile'), config.adminTokenFile);
+    const bytes = Buffer.byteLength(secret);
+    if (bytes < ADMIN_TOKEN_MIN_BYTES)
+      throw new ConfigError(
+        `${label('adminTokenFile')}: ${config.adminTokenFile} must hold a secret of at least ${ADMIN_TOKEN_MIN_BYTES} bytes, ` +
+          `not ${bytes} (make one with: openssl rand -base64 32)`,
+      );
+    config.adminToken = secret;
+  },
+};
+
 /**
  * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
  * that its password is not on the command line, where every user of the
@@ -23,8 +53,7 @@ export const urlFilesRule: Rule = {
       const path = config[fileKey];
       if (path === undefined) continue;
       if (source(key) !== 'default') throw new ConfigError(`set either ${label(key)} or ${label(fileKey)}, not both`);
-      const text = readOperatorFile(path, label(fileKey)).trim();
-      if (text === '') throw new ConfigError(`${label(fileKey)}: ${path} is empty`);
+      const text = readSecretFile(label(fileKey), path);
       if (key === 'redis' && !isRedisUrl(text))
         throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
       config[key] = text;

@@ -14,10 +14,12 @@ export const EVENTS = {
   'events-max-kept': {
     group: 'events',
     env: 'PLANTS_EVENTS_MAX_KEPT',
-    default: '1000000',
+    default: '100000',
     arg: 'N',
     schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-    help: 'most plant events kept for resuming, over all owners; older ones are pruned first',
+    help:
+      "most plant events kept for resuming per owner: an owner's oldest go first, never another owner's " +
+      "(all owners' events also go after --events-retention-ms)",
   },
   'events-poll-ms': {
     group: 'events',
@@ -58,5 +60,15 @@ export const EVENTS = {
     arg: 'BYTES',
     schema: Type.Integer({ minimum: 1024, maximum: 1024 ** 3 }),
     help: 'unsent bytes a live stream may hold for a slow client before it is closed',
+  },
+  'events-slow-ms': {
+    group: 'events',
+    env: 'PLANTS_EVENTS_SLOW_MS',
+    default: '10000',
+    arg: 'MS',
+    schema: Type.Integer({ minimum: 100, maximum: 600_000 }),
+    help:
+      'a live stream whose client takes none of what waits for it for this long is closed as slow, ' +
+      'whether it is catching up on a backlog or following live events',
   },
 } as const satisfies Record<string, SettingSpec>;

@@ -63,4 +63,16 @@ export const NETWORK = {
     schema: Type.String({ minLength: 1 }),
     help: 'origins whose browser pages may call the API, such as https://app.example.com; *: any; off: none',
   },
+  'trust-proxy': {
+    group: 'network',
+    env: 'PLANTS_TRUST_PROXY',
+    default: 'off',
+    list: true,
+    arg: 'ADDRESS|CIDR[,...]',
+    /** "off", or addresses and CIDR ranges separated by commas (checked by loadConfig). */
+    schema: Type.String({ minLength: 1 }),
+    help:
+      'proxies (IPv4 or IPv6 addresses and CIDR ranges, such as 10.0.0.0/8) whose Forwarded and X-Forwarded-For ' +
+      'headers are believed: the client is the nearest hop not in the list; off: none, the headers are ignored',
+  },
 } as const satisfies Record<string, SettingSpec>;

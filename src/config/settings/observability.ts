@@ -46,4 +46,12 @@ export const OBSERVABILITY = {
     schema: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
     help: 'port of the admin listener on --host, serving /metrics, /healthz and /readyz (0 picks a free one); off: none',
   },
+  'admin-token-file': {
+    group: 'observability',
+    env: 'PLANTS_ADMIN_TOKEN_FILE',
+    default: '',
+    arg: 'PATH',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    help: 'file holding the secret (at least 32 bytes) that the admin HTTP API (/admin/tokens, /admin/webhooks on --admin-port) takes as its bearer token; unset: no admin API',
+  },
 } as const satisfies Record<string, SettingSpec>;

@@ -109,38 +109,67 @@ const OWNER_AFTER = {
 } as const;
 const BOUNDS = {
   name: 'plant_events_bounds',
-  text: `SELECT (SELECT up_to FROM plant_events_pruned)::text AS pruned,
+  text: `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
+        (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text))::text AS pruned,
       (SELECT max(id) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
 } as const;
-// A prefix of at most EVENT_PRUNE_CHUNK readable rows, never the newest
-// readable event (whose id tells new streams and resuming clients where the
-// log is), and the mark of the largest id removed, in one statement.
-// by_count is the newest row beyond the newest $2: ids skip numbers, so the
-// rows to keep are counted, not subtracted. (LEAST and GREATEST pass over
-// NULLs: with neither bound, the cut is 0, removing nothing.)
-const PRUNE = {
-  name: 'plant_events_prune',
+// By age: a prefix of at most EVENT_PRUNE_CHUNK readable rows, never the
+// newest readable event (whose id tells new streams and resuming clients
+// where the log is), and the mark of the largest id removed, in one
+// statement; owners' marks it passes are forgotten. (LEAST passes over
+// NULLs: with no old event, the cut is 0, removing nothing.)
+const PRUNE_BY_AGE = {
+  name: 'plant_events_prune_by_age',
   text: `WITH readable AS (
       SELECT ${READABLE} AS below
     ), head AS (
       SELECT id, occurred_at FROM plant_events WHERE id < (SELECT below FROM readable) ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}
     ), newest AS (
       SELECT max(id) AS id FROM plant_events WHERE id < (SELECT below FROM readable)
-    ), by_count AS (
-      SELECT id FROM plant_events WHERE id < (SELECT below FROM readable) ORDER BY id DESC OFFSET $2::int8 LIMIT 1
     ), cut AS (
       SELECT LEAST(
-        (SELECT max(head.id) FROM head),
         newest.id - 1,
-        coalesce(GREATEST((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), (SELECT id FROM by_count)), 0)
+        coalesce((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), 0)
       ) AS id FROM newest
     ), removed AS (
       DELETE FROM plant_events WHERE id <= (SELECT id FROM cut) RETURNING id
     ), marked AS (
       UPDATE plant_events_pruned SET up_to = GREATEST(up_to, (SELECT max(id) FROM removed))
       WHERE EXISTS (SELECT FROM removed)
+      RETURNING up_to
+    ), forgotten AS (
+      DELETE FROM plant_events_owner_pruned WHERE up_to <= (SELECT up_to FROM marked)
     )
     SELECT count(*)::int AS n FROM removed`,
+} as const;
+// The owners of the readable events after $1 (at most $2 of them looked at).
+const LOGGED = {
+  name: 'plant_events_logged_owners',
+  text: `SELECT owner, max(id)::text AS last, count(*)::int AS n FROM (
+      SELECT owner, id FROM plant_events WHERE id > $1::int8 AND id < ${READABLE} ORDER BY id LIMIT $2::int4
+    ) AS logged GROUP BY owner`,
+} as const;
+// By count, for one owner: its events up to the newest beyond its newest $2
+// (counted, as ids skip numbers), at most EVENT_PRUNE_CHUNK of them, and its
+// mark, in one statement. `more`: it has more beyond its cap.
+const PRUNE_OWNER = {
+  name: 'plant_events_prune_owner',
+  text: `WITH wanted AS (
+      SELECT (SELECT id FROM plant_events WHERE owner = $1::text AND id < ${READABLE}
+        ORDER BY id DESC OFFSET $2::int8 LIMIT 1) AS id
+    ), chunk AS (
+      SELECT max(id) AS id FROM (SELECT id FROM plant_events WHERE owner = $1::text ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}) AS h
+    ), cut AS (
+      SELECT CASE WHEN wanted.id IS NULL THEN NULL ELSE LEAST(wanted.id, chunk.id) END AS id, wanted.id AS wanted
+      FROM wanted, chunk
+    ), removed AS (
+      DELETE FROM plant_events WHERE owner = $1::text AND id <= (SELECT id FROM cut) RETURNING id
+    ), marked AS (
+      INSERT INTO plant_events_owner_pruned (owner, up_to)
+      SELECT $1::text, max(id) FROM removed HAVING count(*) > 0
+      ON CONFLICT (owner) DO UPDATE SET up_to = GREATEST(plant_events_owner_pruned.up_to, excluded.up_to)
+    )
+    SELECT count(*)::int AS n, coalesce((SELECT id < wanted FROM cut), false) AS more FROM removed`,
 } as const;
 
 const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
@@ -170,16 +199,47 @@ export class PostgresEventLog implements EventLog {
     return rows.map(toEvent);
   }
 
-  async bounds(): Promise<{ pruned: bigint; newest: bigint }> {
-    const { rows } = await withClient(this.pool, (c) => c.query<{ pruned: string; newest: string | null }>(BOUNDS));
+  async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {
+    const { rows } = await withClient(this.pool, (c) =>
+      c.query<{ pruned: string; newest: string | null }>({ ...BOUNDS, values: [owner ?? null] }),
+    );
     const { pruned, newest } = rows[0]!;
     return { pruned: BigInt(pruned), newest: BigInt(newest ?? 0) };
   }
 
-  async prune(before: number, keep: number): Promise<number> {
+  /** Every owner of the events up to this id has been looked at, by this process. */
+  #lookedUpTo = 0n;
+
+  async prune(before: number, keep: number): Promise<{ removed: number; more: boolean }> {
     const { rows } = await writeWithClient(this.pool, (c) =>
-      c.query<{ n: number }>({ ...PRUNE, values: [before, keep.toString()] }),
+      c.query<{ n: number }>({ ...PRUNE_BY_AGE, values: [before] }),
     );
-    return rows[0]!.n;
+    const aged = rows[0]!.n;
+    const logged = await withClient(this.pool, (c) =>
+      c.query<{ owner: string; last: string; n: number }>({
+        ...LOGGED,
+        values: [this.#lookedUpTo.toString(), EVENT_PRUNE_CHUNK],
+      }),
+    );
+    let capped = 0;
+    let scanned = 0;
+    let last = this.#lookedUpTo;
+    let ownerLeft = false;
+    for (const { owner, last: id, n } of logged.rows) {
+      scanned += n;
+      if (BigInt(id) > last) last = BigInt(id);
+      const { rows: cut } = await writeWithClient(this.pool, (c) =>
+        // Each owner keeps its newest event at least, so the log's newest stays.
+        c.query<{ n: number; more: boolean }>({ ...PRUNE_OWNER, values: [owner, Math.max(1, keep).toString()] }),
+      );
+      capped += cut[0]!.n;
+      if (cut[0]!.more) ownerLeft = true;
+    }
+    // An owner with more to remove is looked at again next round.
+    if (!ownerLeft) this.#lookedUpTo = last;
+    return {
+      removed: aged + capped,
+      more: aged >= EVENT_PRUNE_CHUNK || ownerLeft || scanned >= EVENT_PRUNE_CHUNK,
+    };
   }
 }

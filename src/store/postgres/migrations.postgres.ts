@@ -166,4 +166,14 @@ export const postgresMigrations: Record<string, Migration> = {
       await sql`CREATE INDEX plants_owner_tag_created_id ON plants (owner, tag, created_at, id)`.execute(db);
     },
   },
+  '0008_plant_events_owner_pruned': {
+    async up(db: Kysely<unknown>) {
+      // The largest event id pruned of one owner by its cap on kept events
+      // (rows only above the mark of pruning by age, which covers every owner).
+      await sql`CREATE TABLE plant_events_owner_pruned (
+        owner text   PRIMARY KEY,
+        up_to bigint NOT NULL
+      )`.execute(db);
+    },
+  },
 };

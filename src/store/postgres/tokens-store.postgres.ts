@@ -40,6 +40,10 @@ const FIRST_TOKEN_LOCK = {
   text: "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))",
 } as const;
 const BY_HASH = { name: 'tokens_by_hash', text: `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea` } as const;
+const BY_IDS = {
+  name: 'tokens_by_ids',
+  text: `SELECT ${COLUMNS} FROM tokens WHERE id = ANY ($1::text[])`,
+} as const;
 const ALL = { name: 'tokens_all', text: `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id` } as const;
 // coalesce keeps the first revocation time when a token is revoked twice.
 const REVOKE_BY_ID = {
@@ -87,6 +91,11 @@ export class PostgresTokenStore implements TokenStore {
     const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>({ ...BY_HASH, values: [hash] }));
     const row = rows[0];
     return row && toRecord(row);
+  }
+
+  async findByIds(ids: readonly string[]): Promise<TokenRecord[]> {
+    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>({ ...BY_IDS, values: [ids] }));
+    return rows.map(toRecord);
   }
 
   async list(): Promise<TokenRecord[]> {

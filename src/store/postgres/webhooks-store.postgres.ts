@@ -63,6 +63,11 @@ const ALL = {
 } as const;
 // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
 const REMOVE = { name: 'webhooks_remove', text: 'DELETE FROM webhook_endpoints WHERE id = $1::text' } as const;
+const GET = {
+  name: 'webhooks_get',
+  text: `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
+    FROM webhook_endpoints WHERE id = $1::text`,
+} as const;
 
 // Events fanned out by one claim at most: a claim stays short however many wait.
 const FAN_OUT_BATCH = 256;
@@ -185,6 +190,17 @@ const DISABLE = {
     SELECT count(*)::int AS disabled FROM disabled`,
 } as const;
 
+const toRecord = (row: EndpointRow): WebhookEndpointRecord => ({
+  id: row.id,
+  owner: row.owner,
+  url: row.url,
+  events: row.events.split(' ') as WebhookEventType[],
+  createdAt: row.created_at,
+  keyId: row.key_id,
+  disabledAt: row.disabled_at ?? undefined,
+  disabledReason: row.disabled_reason ?? undefined,
+});
+
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: pg.Pool) {}
 
@@ -202,17 +218,14 @@ export class PostgresWebhookStore implements WebhookStore {
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
     const { rows } = await withClient(this.pool, (client) => client.query<EndpointRow>(ALL));
-    return rows.map((row) => ({
-      id: row.id,
-      owner: row.owner,
-      url: row.url,
-      events: row.events.split(' ') as WebhookEventType[],
-      createdAt: row.created_at,
-      keyId: row.key_id,
-      disabledAt: row.disabled_at ?? undefined,
-      disabledReason: row.disabled_reason ?? undefined,
-      pending: Number(row.pending),
-    }));
+    return rows.map((row) => ({ ...toRecord(row), pending: Number(row.pending) }));
+  }
+
+  async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
+    const { rows } = await withClient(this.pool, (client) =>
+      client.query<EndpointRow & { secret: Buffer }>({ ...GET, values: [id] }),
+    );
+    return rows[0] && { endpoint: toRecord(rows[0]), sealedSecret: rows[0].secret };
   }
 
   async remove(id: string): Promise<boolean> {

@@ -30,7 +30,8 @@ export function openSqlite({ path, durability, mustExist = false }: SqliteOption
     // The first pragma is the first read of the file: a file that is no SQLite
     // database fails here, and nothing else would close its handle.
     db.close();
-    throw error;
+    // SQLite's own words ("file is not a database") name no file.
+    throw new Error(`cannot use ${path} as the SQLite database: ${(error as Error).message}`, { cause: error });
   }
   return db;
 }

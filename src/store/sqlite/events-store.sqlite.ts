@@ -33,7 +33,7 @@ const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): P
 export class SqliteEventLog implements EventLog {
   readonly #after: Database.Statement<[bigint, number]>;
   readonly #ownerAfter: Database.Statement<[string, bigint, bigint, number]>;
-  readonly #bounds: Database.Statement<[]>;
+  readonly #bounds: Database.Statement<[string]>;
 
   constructor(
     db: Database.Database,
@@ -46,7 +46,11 @@ export class SqliteEventLog implements EventLog {
     );
     // One statement, one snapshot: the mark and the newest id agree.
     this.#bounds = db
-      .prepare('SELECT (SELECT up_to FROM plant_events_pruned), (SELECT coalesce(max(id), 0) FROM plant_events)')
+      .prepare(
+        `SELECT max((SELECT up_to FROM plant_events_pruned),
+            coalesce((SELECT up_to FROM plant_events_owner_pruned WHERE owner = ?), 0)),
+          (SELECT coalesce(max(id), 0) FROM plant_events)`,
+      )
       .raw(true)
       .safeIntegers(true);
   }
@@ -59,12 +63,13 @@ export class SqliteEventLog implements EventLog {
     return (this.#ownerAfter.all(owner, after, upTo, limit) as EventRow[]).map(toEvent);
   }
 
-  async bounds(): Promise<{ pruned: bigint; newest: bigint }> {
-    const [pruned, newest] = this.#bounds.get() as [bigint, bigint];
+  async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {
+    // No owner is named '' (OWNER_SHAPE), so '' reads the mark of pruning by age alone.
+    const [pruned, newest] = this.#bounds.get(owner ?? '') as [bigint, bigint];
     return { pruned, newest };
   }
 
-  prune(before: number, keep: number): Promise<number> {
+  prune(before: number, keep: number): Promise<{ removed: number; more: boolean }> {
     return this.writer.run({ kind: 'events-prune', before, keep });
   }
 }

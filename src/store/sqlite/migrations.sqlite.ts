@@ -148,4 +148,14 @@ export const sqliteMigrations: Record<string, Migration> = {
       await sql`CREATE INDEX plants_owner_tag_seq ON plants (owner, tag, seq)`.execute(db);
     },
   },
+  '0008_plant_events_owner_pruned': {
+    async up(db: Kysely<unknown>) {
+      // The largest event id pruned of one owner by its cap on kept events
+      // (rows only above the mark of pruning by age, which covers every owner).
+      await sql`CREATE TABLE plant_events_owner_pruned (
+        owner TEXT    PRIMARY KEY,
+        up_to INTEGER NOT NULL
+      )`.execute(db);
+    },
+  },
 };

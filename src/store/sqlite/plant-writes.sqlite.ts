@@ -25,7 +25,7 @@ export interface OverCap {
 export type BatchResult =
   { kind: 'stored'; outcomes: ('created' | 'replayed')[] } | { kind: 'conflict'; index: number } | OverCap;
 
-/** Prunes the event log: events older than `before` (ms since the epoch), and all but the newest `keep`. */
+/** Prunes the event log: events older than `before` (ms since the epoch), and each owner's beyond its newest `keep`. */
 export type EventPruneOp = { kind: 'events-prune'; before: number; keep: number };
 
 /** Everything the writer thread runs: plant writes, and the outbox's claims and settlements. */
@@ -36,7 +36,7 @@ export interface WriteResults extends OutboxResults {
   create: CreateOutcome | OverCap;
   'create-batch': BatchResult;
   delete: bigint | undefined;
-  'events-prune': number;
+  'events-prune': { removed: number; more: boolean };
 }
 export type WriteResult = WriteResults[WriteOp['kind']];
 
@@ -146,44 +146,95 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => WriteResul
 }
 
 /**
- * Removes a prefix of the event log (never a row in the middle, see EventLog),
- * at most EVENT_PRUNE_CHUNK rows and never the newest event, whose id tells new
- * streams and resuming clients where the log is: up to the newest event older
- * than `before`, or further to keep only the newest `keep` events. Raises the
- * pruned mark first: should the delete then fail, clients get a needless
- * reset rather than a silent gap.
+ * One round of EventLog.prune on the writer's connection, in the batch's
+ * transaction. By age: a prefix of the whole log (never a row in the middle,
+ * see EventLog), at most EVENT_PRUNE_CHUNK rows and never the newest event,
+ * whose id tells new streams and resuming clients where the log is. By
+ * count: for each owner of the events logged since the last round (at most
+ * EVENT_PRUNE_CHUNK events looked at), a prefix of that owner's events
+ * beyond its newest `keep`, at most EVENT_PRUNE_CHUNK of them. Each raises
+ * its mark before it deletes: should the delete then fail, clients get a
+ * needless reset rather than a silent gap.
  */
-export function eventPruner(db: Database.Database): (op: EventPruneOp) => number {
+export function eventPruner(db: Database.Database): (op: EventPruneOp) => { removed: number; more: boolean } {
   const head = db
     .prepare<[number], [bigint, bigint]>(`SELECT id, occurred_at FROM plant_events ORDER BY id ${boundLimit('?')}`)
     .raw(true)
     .safeIntegers(true);
   const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
-  // The newest event beyond the `keep` newest ones: counted, as ids need not be dense.
-  const beyondKept = db
-    .prepare<[number], bigint>('SELECT id FROM plant_events ORDER BY id DESC LIMIT 1 OFFSET ?')
-    .pluck()
-    .safeIntegers(true);
   const lastRemoved = db
     .prepare<[bigint], bigint | null>('SELECT max(id) FROM plant_events WHERE id <= ?')
     .pluck()
     .safeIntegers(true);
   const mark = db.prepare<[bigint]>('UPDATE plant_events_pruned SET up_to = max(up_to, ?)');
   const remove = db.prepare<[bigint]>('DELETE FROM plant_events WHERE id <= ?');
-  return ({ before, keep }) => {
+  // An owner's mark at or below the mark of pruning by age says nothing more.
+  const forgetMarks = db.prepare(
+    'DELETE FROM plant_events_owner_pruned WHERE up_to <= (SELECT up_to FROM plant_events_pruned)',
+  );
+  const logged = db
+    .prepare<[bigint, number], [string, bigint, bigint]>(
+      `SELECT owner, max(id), count(*) FROM (SELECT owner, id FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')}) GROUP BY owner`,
+    )
+    .raw(true)
+    .safeIntegers(true);
+  // The newest event of the owner beyond its `keep` newest ones: counted, as ids need not be dense.
+  const ownerBeyondKept = db
+    .prepare<[string, number], bigint>('SELECT id FROM plant_events WHERE owner = ? ORDER BY id DESC LIMIT 1 OFFSET ?')
+    .pluck()
+    .safeIntegers(true);
+  const ownerChunkEnd = db
+    .prepare<[string, number], bigint | null>(
+      `SELECT max(id) FROM (SELECT id FROM plant_events WHERE owner = ? ORDER BY id ${boundLimit('?')})`,
+    )
+    .pluck()
+    .safeIntegers(true);
+  const markOwner = db.prepare<[string, bigint]>(
+    'INSERT INTO plant_events_owner_pruned (owner, up_to) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET up_to = max(up_to, excluded.up_to)',
+  );
+  const removeOwner = db.prepare<[string, bigint]>('DELETE FROM plant_events WHERE owner = ? AND id <= ?');
+  /** Every owner of the events up to this id has been looked at. */
+  let lookedUpTo = 0n;
+
+  const byAge = (before: number): number => {
     const rows = head.all(EVENT_PRUNE_CHUNK);
     if (rows.length === 0) return 0;
+    let upTo = 0n;
+    for (const [id, at] of rows) if (at < BigInt(before)) upTo = id;
     const last = newest.get()!;
-    let byAge = 0n;
-    for (const [id, at] of rows) if (at < BigInt(before)) byAge = id;
-    const byCount = beyondKept.get(keep) ?? 0n;
-    const wanted = byAge > byCount ? byAge : byCount;
-    const chunkEnd = rows[rows.length - 1]![0];
-    let upTo = wanted < chunkEnd ? wanted : chunkEnd;
     if (upTo > last - 1n) upTo = last - 1n;
     const removed = lastRemoved.get(upTo);
     if (removed === null || removed === undefined) return 0;
     mark.run(removed);
-    return remove.run(removed).changes;
+    const n = remove.run(removed).changes;
+    forgetMarks.run();
+    return n;
+  };
+
+  return ({ before, keep: asked }) => {
+    // Each owner keeps its newest event at least, so the log's newest stays.
+    const keep = Math.max(1, asked);
+    const aged = byAge(before);
+    let capped = 0;
+    let scanned = 0n;
+    let last = lookedUpTo;
+    let ownerLeft = false;
+    for (const [owner, maxId, n] of logged.all(lookedUpTo, EVENT_PRUNE_CHUNK)) {
+      scanned += n;
+      if (maxId > last) last = maxId;
+      const wanted = ownerBeyondKept.get(owner, keep);
+      if (wanted === undefined) continue;
+      const chunkEnd = ownerChunkEnd.get(owner, EVENT_PRUNE_CHUNK)!;
+      const upTo = wanted < chunkEnd ? wanted : chunkEnd;
+      if (upTo < wanted) ownerLeft = true;
+      markOwner.run(owner, upTo);
+      capped += removeOwner.run(owner, upTo).changes;
+    }
+    // An owner with more to remove is looked at again next round.
+    if (!ownerLeft) lookedUpTo = last;
+    return {
+      removed: aged + capped,
+      more: aged >= EVENT_PRUNE_CHUNK || ownerLeft || scanned >= BigInt(EVENT_PRUNE_CHUNK),
+    };
   };
 }

@@ -27,7 +27,7 @@ const queryTime = dbQueryDuration.series('sqlite');
 
 // SQLite writes each page as the JSON the 200 schema would: no object per
 // row, and no serialization in JavaScript. json_object escapes as
-// JSON.stringify does (test/page-json.test.ts). A full page
+// JSON.stringify does (test/plants-api/list-page-json.test.ts). A full page
 // asks whether one more plant follows. The inner query cannot be flattened
 // (it has a LIMIT), so SQLite runs it as a co-routine that hands the
 // aggregate its rows in seq order; an ORDER BY inside group_concat would sort

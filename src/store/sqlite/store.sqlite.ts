@@ -58,6 +58,9 @@ export class SqliteStore implements Store {
   readonly eventSignal = undefined;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
+  readonly #dataVersion: Database.Statement;
+  /** This connection's data_version when readiness first saw writes failing. */
+  #versionAtFailure: unknown;
   readonly #path: string;
   readonly #opened: FileIdentity;
 
@@ -76,6 +79,7 @@ export class SqliteStore implements Store {
     this.outbox = new SqliteOutboxStore(db, this.#writer);
     this.events = new SqliteEventLog(db, this.#writer);
     this.#ping = db.prepare('SELECT 1');
+    this.#dataVersion = db.prepare('PRAGMA data_version').pluck();
   }
 
   /**
@@ -92,14 +96,26 @@ export class SqliteStore implements Store {
     const moved = storeFileProblem(this.#path, this.#opened);
     if (moved !== undefined) throw new StoreUnavailableError(new Error(moved));
     const problem = this.#writer.problem;
-    if (problem === undefined) return;
+    if (problem === undefined) {
+      this.#versionAtFailure = undefined;
+      return;
+    }
     // A failed write may leave room in the write-ahead log for a small probe
-    // while real writes still fail: after "disk full", wait for free space first.
-    if (problem.code === 'SQLITE_FULL') {
+    // while real writes still fail: after "disk full", wait for free space
+    // first, or for a write of another process (another worker) to commit.
+    // This connection's data_version changes with every commit of another.
+    if (problem.code === 'SQLITE_FULL' && !this.#committedSinceFailure()) {
       const { bavail, bsize } = statfsSync(dirname(this.#path));
       if (bavail * bsize < LOW_SPACE_BYTES) throw new StoreUnavailableError(new Error(problem.message));
     }
     await this.#writer.probe();
+  }
+
+  /** Whether another connection has committed since readiness first saw writes failing. */
+  #committedSinceFailure(): boolean {
+    const version = this.#dataVersion.get();
+    this.#versionAtFailure ??= version;
+    return version !== this.#versionAtFailure;
   }
 
   async close(): Promise<void> {

@@ -32,6 +32,7 @@ export class SqliteTokenStore implements TokenStore {
   readonly #insert: Database.Statement<[string, Buffer, string, string, number, number | null]>;
   readonly #insertFirst: Database.Statement<[string, Buffer, string, string, number, number | null]>;
   readonly #byHash: Database.Statement<[Buffer], TokenRow>;
+  readonly #byIds: Database.Statement<[string], TokenRow>;
   readonly #all: Database.Statement<[], TokenRow>;
   readonly #revokeById: Database.Statement<[number, string]>;
   readonly #revokeByHash: Database.Statement<[number, Buffer]>;
@@ -45,6 +46,10 @@ export class SqliteTokenStore implements TokenStore {
     );
     this.#byHash = db.prepare(
       'SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE hash = ?',
+    );
+    // One parameter, a JSON array, however many ids: no statement per count, no limit on variables.
+    this.#byIds = db.prepare(
+      'SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens WHERE id IN (SELECT value FROM json_each(?))',
     );
     this.#all = db.prepare(
       'SELECT id, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
@@ -72,6 +77,11 @@ export class SqliteTokenStore implements TokenStore {
     this.#ensureOpen();
     const row = this.#byHash.get(hash);
     return row && toRecord(row);
+  }
+
+  async findByIds(ids: readonly string[]): Promise<TokenRecord[]> {
+    this.#ensureOpen();
+    return this.#byIds.all(JSON.stringify(ids)).map(toRecord);
   }
 
   async list(): Promise<TokenRecord[]> {

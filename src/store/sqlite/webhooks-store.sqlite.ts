@@ -41,6 +41,7 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #insert: Database.Statement<[string, string, string, string, Buffer, string, number, string, number]>;
   readonly #all: Database.Statement<[], EndpointRow>;
   readonly #remove: Database.Statement<[string]>;
+  readonly #get: Database.Statement<[string], EndpointRow & { secret: Buffer }>;
 
   constructor(db: Database.Database) {
     // The count and the insert are one statement: two adds at once cannot both pass the cap.
@@ -55,6 +56,17 @@ export class SqliteWebhookStore implements WebhookStore {
     );
     // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
     this.#remove = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
+    this.#get = db.prepare(
+      `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
+       FROM webhook_endpoints WHERE id = ?`,
+    );
+  }
+
+  async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
+    const row = this.#get.get(id);
+    if (row === undefined) return undefined;
+    const { pending: _pending, ...endpoint } = toRecord(row);
+    return { endpoint, sealedSecret: row.secret };
   }
 
   async add(e: WebhookEndpointRecord, sealedSecret: Buffer, limits?: { maxPerOwner: number }): Promise<void> {

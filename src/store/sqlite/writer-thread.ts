@@ -52,6 +52,8 @@ const RESTART_AFTER_MS = 1000;
 // come.
 const MIN_BATCH = 32;
 const MAX_WAIT_MS = 2;
+// Probes (readiness after a failed write) commit a row each: at most one per this long.
+const PROBE_EVERY_MS = 100;
 
 /**
  * The main thread's side of the writer thread: writes queue up while one
@@ -63,6 +65,8 @@ export class WriterThread implements WriterProbe {
   #queue: Pending[] = [];
   #inFlight: Pending[] | undefined;
   #probes: ((reply: Extract<WriterReply, { probe: unknown }>['probe']) => void)[] = [];
+  /** The last probe, reused by the checks that come while it runs, and for a while after it failed. */
+  #probing: { outcome: Promise<void>; at: number } | undefined;
   #scheduled = false;
   /** When the oldest queued write was queued (performance.now()). */
   #queuedAt = 0;
@@ -184,10 +188,26 @@ export class WriterThread implements WriterProbe {
     });
   }
 
-  /** Resolves once a real write transaction has committed; rejects with why it cannot. */
+  /**
+   * Resolves once a real write transaction has committed; rejects with why it
+   * cannot. Readiness checks come from anyone: they share the probe in
+   * flight, and one that failed answers for PROBE_EVERY_MS.
+   */
   probe(): Promise<void> {
     const refusal = this.#refusal();
     if (refusal) return Promise.reject(refusal);
+    if (this.#probing && performance.now() - this.#probing.at < PROBE_EVERY_MS) return this.#probing.outcome;
+    const outcome = this.#probeNow();
+    this.#probing = { outcome, at: performance.now() };
+    // A probe that succeeded is not reused: the next check sees the writes' own state.
+    outcome.then(
+      () => (this.#probing = undefined),
+      () => {},
+    );
+    return outcome;
+  }
+
+  #probeNow(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.#probes.push((outcome) => {
         if (outcome.ok) {

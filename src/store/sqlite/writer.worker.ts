@@ -79,10 +79,14 @@ const failure = (error: unknown): WriteFailure => ({
   code: (error as { code?: string })?.code,
 });
 
-/** The open connection, a new one (lazily: the CLI never starts writing), or why there is none. */
-function connect(): Connection | WriteFailure {
+/**
+ * The open connection, a new one (lazily: the CLI never starts writing), or
+ * why there is none. Writes wait out the backoff; a probe does not (the main
+ * thread spaces probes), so that readiness follows the disk at once.
+ */
+function connect(waitOutBackoff = true): Connection | WriteFailure {
   if (connection) return connection;
-  if (lastFailure !== undefined && performance.now() < retryAt) return lastFailure;
+  if (waitOutBackoff && lastFailure !== undefined && performance.now() < retryAt) return lastFailure;
   try {
     // mustExist: never create a new, empty file where the store was.
     const db = openSqlite({ ...options, mustExist: true });
@@ -156,7 +160,7 @@ function commit(ops: WriteOp[]): Outcome[] {
 }
 
 function probe(): Settled<true, WriteFailure> {
-  const c = gone() ?? connect();
+  const c = gone() ?? connect(false);
   if (!('db' in c)) return { ok: false, error: c };
   const [outcome] = c.writes.commitNow([() => c.db.prepare(PROBE_SQL).run()]);
   if (outcome!.ok) {
