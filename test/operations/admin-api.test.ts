@@ -232,7 +232,7 @@ describe('the admin API as serve runs it', () => {
       join(dir, 'none'),
     ]);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /--admin-token-file: cannot read .*none \(ENOENT\)/);
+    assert.match(missing.stderr, /--admin-token-file: cannot read .*none \(no such file\)/);
     writeFileSync(secretFile, `${SECRET}\n`);
     const noPort = await runCliInProcess(['serve', '--db', db, '--admin-token-file', secretFile]);
     assert.equal(noPort.code, 2);

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from '../helpers/requirements.js';
 import { describeEachStore } from '../helpers/stores.js';
+import { eventually } from '../helpers/eventually.js';
 import { listPlants } from '../helpers/list-plants.js';
 import { newSigningSecret, readOrCreateKeyFile } from '../../src/outbox/secret-box.js';
 import {
@@ -118,7 +119,10 @@ describeEachStore(
       await store.plants.create(owner, { id: 2n, name: 'p2' });
       const { newest } = await store.events.bounds();
       await store.plants.createMany(owner, plantsFrom(1, 5));
-      const events = await store.events.ownerAfter(owner, newest, 2n ** 63n - 1n, 100);
+      // On PostgreSQL an event is shown once no older transaction in the cluster can still commit one below it.
+      const logged = () => store.events.ownerAfter(owner, newest, 2n ** 63n - 1n, 100);
+      await eventually(async () => (await logged()).length >= 4, 10_000, { what: "the batch's events" });
+      const events = await logged();
       assert.deepEqual(
         events.map((e) => [e.type, e.plantId, e.name]),
         [1n, 3n, 4n, 5n].map((id) => ['plant.created', id, `p${id}`]),
