@@ -5,12 +5,14 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app/app.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import type { Store } from '../../src/store/store.js';
+import { listenApp } from '../helpers/app.js';
 import { exchange } from '../helpers/raw-socket.js';
 import { describeHttpLayer } from '../helpers/stores.js';
 import { after, before, it } from '../helpers/requirements.js';
+
+const portOf = (app: FastifyInstance) => (app.server.address() as AddressInfo).port;
 
 describeHttpLayer('odd request lines', (fx) => {
   let store: Store;
@@ -18,10 +20,8 @@ describeHttpLayer('odd request lines', (fx) => {
   let port: number;
   let token: string;
   before(async () => {
-    store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    port = (app.server.address() as AddressInfo).port;
+    ({ app, store } = await listenApp(fx));
+    port = portOf(app);
     token = (await issueToken(store.tokens, { owner: 'lines' })).token;
     await app.inject({
       method: 'POST',

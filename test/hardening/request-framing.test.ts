@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { buildApp } from '../../src/app/app.js';
 import { startAdmin } from '../../src/cli/admin-listener.js';
 import { issueToken } from '../../src/auth/tokens.js';
 import type { Store } from '../../src/store/store.js';
+import { listenApp } from '../helpers/app.js';
 import { exchange } from '../helpers/raw-socket.js';
 import { describeHttpLayer } from '../helpers/stores.js';
 import { after, before, describe, it } from '../helpers/requirements.js';
@@ -24,9 +24,7 @@ describeHttpLayer('request framing on a listening server', (fx) => {
   let port: number;
   let token: string;
   before(async () => {
-    store = await fx.open();
-    app = await buildApp(fx.config(), { store });
-    await app.listen({ host: '127.0.0.1', port: 0 });
+    ({ app, store } = await listenApp(fx));
     port = portOf(app);
     token = (await issueToken(store.tokens, { owner: 'framing' })).token;
   });
