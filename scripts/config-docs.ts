@@ -13,6 +13,7 @@ const TOPICS: Record<SettingGroup, string> = {
   events: 'Live events',
   limits: 'Limits',
   observability: 'Observability',
+  tracing: 'Tracing',
 };
 
 const code = (text: string) => (text === '' ? '' : `\`${text.replace(/\|/g, '\\|')}\``);
