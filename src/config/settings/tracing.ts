@@ -77,6 +77,6 @@ export const TRACING = {
     default: 'false',
     arg: '',
     schema: Type.Boolean(),
-    help: "put the caller's owner in each request span (enduser.id); off, spans carry no owner",
+    help: "put the caller's owner in each request span (user.id); off, spans carry no owner",
   },
 } as const satisfies Record<string, SettingSpec>;
