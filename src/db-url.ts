@@ -89,7 +89,7 @@ export function hostPort(target: { host: string; port: number }): string {
  * A URL fit for a message, even a malformed one no parser reads: everything
  * between the scheme and the last "@" (user and password, whatever
  * characters the password holds) becomes "***", and what follows is shown
- * only when it looks like a host, port, database name and plain query (an
+ * only when it looks like a host, port, path (a database name) and plain query (an
  * "@" may sit in the password). Without an "@", a colon in the authority not followed by a
  * port number is taken for a password too, and so is the value of a
  * password parameter of the query. Text without a scheme (a file path) is
@@ -105,7 +105,7 @@ function withoutUserInfo(text: string): string {
   const at = rest.lastIndexOf('@');
   if (at >= 0) {
     const after = rest.slice(at + 1);
-    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)?(\?[\w.=&%*-]*)?$/.test(after) ? after : '…'}`;
+    return `${prefix}***@${/^[\w.[\]:-]*(\/[\w.-]*)*(\?[\w.=&%*-]*)?$/.test(after) ? after : '…'}`;
   }
   if (prefix === '') return text;
   const authority = rest.split(/[/?#]/, 1)[0]!;

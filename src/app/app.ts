@@ -32,6 +32,7 @@ import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
 import { traceRequests } from './request-spans.js';
 import { tracing } from '../tracing/tracing.js';
+import { logTracingProblems } from './tracing-problems.js';
 
 // An incoming X-Request-Id is kept only when the operator says a proxy sets
 // it (--trust-request-id), and even then not when it looks like a
@@ -137,7 +138,10 @@ async function assemble(
 ): Promise<void> {
   // Before every other hook: the request's span covers all it goes through.
   const traces = tracing();
-  if (traces) traceRequests(app, traces);
+  if (traces) {
+    traceRequests(app, traces);
+    logTracingProblems(app.log, traces, config);
+  }
   app.addHook('onClose', async () => closeLogger(app.log));
   if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);

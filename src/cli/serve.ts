@@ -94,7 +94,7 @@ async function start(
   created: string | undefined,
 ): Promise<{ running: Running; token: string | undefined }> {
   // Before the store opens: its PostgreSQL connections are made traced when tracing is on.
-  await startTracing(config, packageVersion());
+  await startTracing(config, packageVersion(), ctx.env);
   const store = await openCommandStore(config).catch(async (error: unknown) => {
     await stopTracing();
     throw error;

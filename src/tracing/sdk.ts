@@ -1,4 +1,4 @@
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, diag, propagation, trace } from '@opentelemetry/api';
 import { hostDetector, detectResources, resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -11,6 +11,7 @@ import {
 } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { resourceAttributes, samplerRatio, tracesUrl, type Config } from '../config.js';
+import { headerSecrets, routeDiagnostics } from './diagnostics.js';
 import { apiTracing } from './spans.js';
 import type { Tracing } from './tracing.js';
 
@@ -57,9 +58,16 @@ async function exporter(config: Readonly<Config>) {
  * and baggage by default). The batch processor reads OTEL_BSP_* itself.
  * The resource is the host's (not the process's: its command line may hold
  * a database URL), the attributes of OTEL_RESOURCE_ATTRIBUTES, and
- * service.name and service.version.
+ * service.name and service.version. The SDK's own warnings and errors (a
+ * failed export) are routed to the service's log from the start, with the
+ * values of the OTLP header variables in `env` masked.
  */
-export async function startSdk(config: Readonly<Config>, serviceVersion: string): Promise<Tracing> {
+export async function startSdk(
+  config: Readonly<Config>,
+  serviceVersion: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<Tracing> {
+  const diagnostics = routeDiagnostics(headerSecrets(env));
   const attributes = resourceAttributes(config.otelResourceAttributes) as Record<string, string>;
   const resource = detectResources({ detectors: [hostDetector] }).merge(
     resourceFromAttributes({
@@ -74,11 +82,20 @@ export async function startSdk(config: Readonly<Config>, serviceVersion: string)
     spanProcessors: [new BatchSpanProcessor(await exporter(config))],
   });
   provider.register();
-  return apiTracing(provider.getTracer('plant-store', serviceVersion), config.traceOwner, async () => {
-    await provider.shutdown();
-    // So that a server started again in the same process (the CLI in tests) can register its own.
-    trace.disable();
-    context.disable();
-    propagation.disable();
+  return apiTracing(provider.getTracer('plant-store', serviceVersion), config.traceOwner, {
+    reportProblems: (report) => diagnostics.reportTo(report),
+    async shutdown() {
+      // A receiver that is down at exit loses the last spans; it must not fail the shutdown.
+      await provider.shutdown().catch((error: unknown) => {
+        diag.error(
+          `the spans not yet sent were lost at shutdown: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      });
+      // So that a server started again in the same process (the CLI in tests) can register its own.
+      diagnostics.stop();
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
   });
 }

@@ -17,7 +17,7 @@ import {
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
-import type { OpenSpan, ServerSpan, SpanAttributes, Tracing } from './tracing.js';
+import type { OpenSpan, ServerSpan, SpanAttributes, Tracing, TracingProblem } from './tracing.js';
 
 // Imported only when tracing is on (sdk.ts).
 
@@ -55,8 +55,15 @@ async function settle<T>(span: Span, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** error.type of a request whose connection closed before its answer went out. */
+const ABORTED = 'aborted';
+
 /** The Tracing the service uses, over OpenTelemetry's API and the tracer of the SDK started in sdk.ts. */
-export function apiTracing(tracer: Tracer, traceOwner: boolean, shutdown: () => Promise<void>): Tracing {
+export function apiTracing(
+  tracer: Tracer,
+  traceOwner: boolean,
+  sdk: { reportProblems(report: (problem: TracingProblem) => void): void; shutdown(): Promise<void> },
+): Tracing {
   return {
     request({ headers, method, route, path }): ServerSpan {
       const parent = propagation.extract(ROOT_CONTEXT, headers);
@@ -75,6 +82,9 @@ export function apiTracing(tracer: Tracer, traceOwner: boolean, shutdown: () => 
       );
       const active = trace.setSpan(parent, span);
       const { traceId, spanId } = span.spanContext();
+      const withOwner = (owner: string | undefined) => {
+        if (traceOwner && owner !== undefined) span.setAttribute(ATTR_USER_ID, owner);
+      };
       return {
         ...open(span),
         traceId,
@@ -82,11 +92,17 @@ export function apiTracing(tracer: Tracer, traceOwner: boolean, shutdown: () => 
         run: (fn) => context.with(active, fn),
         end(status, owner) {
           span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
-          if (traceOwner && owner !== undefined) span.setAttribute(ATTR_USER_ID, owner);
+          withOwner(owner);
           if (status >= 500) {
             span.setAttribute(ATTR_ERROR_TYPE, String(status));
             span.setStatus({ code: SpanStatusCode.ERROR });
           }
+          span.end();
+        },
+        abort(owner) {
+          withOwner(owner);
+          span.setAttribute(ATTR_ERROR_TYPE, ABORTED);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: 'the connection closed before the answer was sent' });
           span.end();
         },
       };
@@ -108,6 +124,7 @@ export function apiTracing(tracer: Tracer, traceOwner: boolean, shutdown: () => 
       const ids = trace.getSpan(context.active())?.spanContext();
       return ids && isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : undefined;
     },
-    shutdown,
+    reportProblems: (report) => sdk.reportProblems(report),
+    shutdown: () => sdk.shutdown(),
   };
 }

@@ -4,12 +4,17 @@ import { setTracing, tracing } from './tracing.js';
 /**
  * Starts tracing when an OTLP endpoint is set (and OTEL_SDK_DISABLED is not
  * true). Only then is the OpenTelemetry SDK imported: with tracing off the
- * process loads none of it.
+ * process loads none of it. `env` is the one the exporter reads its
+ * OTEL_EXPORTER_OTLP_HEADERS from, whose values no log line may show.
  */
-export async function startTracing(config: Readonly<Config>, serviceVersion: string): Promise<void> {
+export async function startTracing(
+  config: Readonly<Config>,
+  serviceVersion: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<void> {
   if (!tracingEnabled(config) || tracing()) return;
   const { startSdk } = await import('./sdk.js');
-  setTracing(await startSdk(config, serviceVersion));
+  setTracing(await startSdk(config, serviceVersion, env));
 }
 
 /** Sends the spans not yet sent (at shutdown); nothing when tracing is off. */

@@ -23,6 +23,22 @@ export interface ServerSpan extends OpenSpan {
    * the client's) and, only with --trace-owner, the caller's owner.
    */
   end(status: number, owner: string | undefined): void;
+  /**
+   * Ends the span of a request whose connection closed before its answer went
+   * out: no status code, error.type "aborted", the span's status an error.
+   */
+  abort(owner: string | undefined): void;
+}
+
+/**
+ * A warning or an error of the OpenTelemetry SDK itself (spans it could not
+ * export, a setting it ignored): its text, with what could be a secret
+ * masked, and its kind, from a small set (an error code or class), by which
+ * alike problems are counted rather than each logged.
+ */
+export interface TracingProblem {
+  kind: string;
+  message: string;
 }
 
 /** What a request span is made of (HTTP semantic conventions). */
@@ -50,6 +66,11 @@ export interface Tracing {
   inject(headers: Record<string, string>): void;
   /** trace_id and span_id of the active span, for a log line; undefined outside any span. */
   logFields(): { trace_id: string; span_id: string } | undefined;
+  /**
+   * From now on the SDK's warnings and errors go to `report`; the first few
+   * from before (the exporter's start) are given to it at once.
+   */
+  reportProblems(report: (problem: TracingProblem) => void): void;
   /** Sends the spans not yet sent and stops. */
   shutdown(): Promise<void>;
 }

@@ -168,7 +168,12 @@ function fromJson(body: Buffer): ReceivedSpan[] {
 // --- the receiver ---------------------------------------------------------------
 
 export class OtlpReceiver {
+  /** With `refuseWith`, every export is answered with that status (a collector that fails), and counted. */
+  constructor(private readonly options: { refuseWith?: number } = {}) {}
+
   readonly spans: ReceivedSpan[] = [];
+  /** Export requests refused (with refuseWith). */
+  refused = 0;
   /** The Content-Type of each export request, in order. */
   readonly contentTypes: string[] = [];
   readonly #server = http.createServer((req, res) => {
@@ -178,6 +183,16 @@ export class OtlpReceiver {
       const type = req.headers['content-type'] ?? '';
       this.contentTypes.push(type);
       const body = Buffer.concat(chunks);
+      if (this.options.refuseWith !== undefined) {
+        this.refused++;
+        // Echoing a header the exporter sent, as a careless collector might: the service must not log it.
+        const key = req.headers['x-api-key'] ?? '';
+        res
+          .writeHead(this.options.refuseWith, { 'content-type': 'text/plain' })
+          .end(`collector unavailable for ${key}`);
+        for (const watch of this.#watchers) watch();
+        return;
+      }
       try {
         if (req.url !== '/v1/traces') throw new Error(`posted to ${req.url}`);
         this.spans.push(...(type.includes('json') ? fromJson(body) : fromProtobuf(body)));
@@ -220,6 +235,16 @@ export class OtlpReceiver {
       this.#watchers.add(check);
       check();
     });
+  }
+
+  /** Resolves once `count` exports have been refused; rejects after timeoutMs. */
+  async waitForRefused(count: number, timeoutMs = 15_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.refused < count) {
+      if (Date.now() > deadline)
+        throw new Error(`${this.refused} exports refused within ${timeoutMs} ms, not ${count}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   async stop(): Promise<void> {
