@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { loggableUrl } from '../http/log-lines.js';
 import type { ServerSpan, Tracing } from '../tracing/tracing.js';
 
@@ -16,14 +16,29 @@ export function requestTraceFields(request: FastifyRequest): { trace_id: string;
 }
 
 /**
+ * Ends a request's span once: with the answer's status when the answer went
+ * out (whole, or begun: a stream the client ends), else as aborted.
+ */
+function endSpan(request: FastifyRequest, reply: FastifyReply): void {
+  const span = spans.get(request);
+  if (!span) return;
+  spans.delete(request);
+  if (reply.raw.writableFinished || reply.raw.headersSent) span.end(reply.statusCode, request.principal?.owner);
+  else span.abort(request.principal?.owner);
+}
+
+/**
  * Added first, so that the span covers the token check and every refusal. The
  * request's own work runs with its span active: the hooks after this one,
  * and (since a body arrives outside that context) the handler from
  * preHandler on. The owner is read as the answer goes out, once the token
- * check has set it.
+ * check has set it. A client that closes the connection before the answer
+ * (while its body is still coming, or while the store works) gets no
+ * onResponse, nor does a stream it ends: the response's close ends the
+ * span then.
  */
 export function traceRequests(app: FastifyInstance, tracing: Tracing): void {
-  app.addHook('onRequest', function startSpan(request, _reply, done) {
+  app.addHook('onRequest', function startSpan(request, reply, done) {
     const span = tracing.request({
       headers: request.headers,
       method: request.method,
@@ -31,6 +46,7 @@ export function traceRequests(app: FastifyInstance, tracing: Tracing): void {
       path: loggableUrl(request.url.split('?')[0]!),
     });
     spans.set(request, span);
+    reply.raw.once('close', () => endSpan(request, reply));
     span.run(done);
   });
   app.addHook('preHandler', function inSpan(request, _reply, done) {
@@ -38,8 +54,8 @@ export function traceRequests(app: FastifyInstance, tracing: Tracing): void {
     if (span) span.run(done);
     else done();
   });
-  app.addHook('onResponse', function endSpan(request, reply, done) {
-    spans.get(request)?.end(reply.statusCode, request.principal?.owner);
+  app.addHook('onResponse', function answered(request, reply, done) {
+    endSpan(request, reply);
     done();
   });
 }
