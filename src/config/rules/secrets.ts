@@ -1,5 +1,5 @@
 import { readOperatorFile } from '../operator-file.js';
-import { ConfigError } from '../schema.js';
+import { ConfigError, camel, type Config } from '../schema.js';
 import type { Rule } from '../rule.js';
 import { SETTINGS } from '../settings.js';
 import { isRedisUrl } from '../text.js';
@@ -40,8 +40,9 @@ export const adminTokenRule: Rule = {
 /**
  * --db-file and --redis-url-file: the URL is read from a file (trimmed), so
  * that its password is not on the command line, where every user of the
- * machine can read it (ps). Which flags still carry one there is noted for
- * the start-up warning.
+ * machine can read it (ps). Which flags still carry one there (those two, and
+ * the OTLP endpoints, whose user and password the exporter sends as Basic
+ * credentials) is noted for the start-up warning.
  */
 export const urlFilesRule: Rule = {
   about: 'URLs read from --db-file and --redis-url-file, and passwords on the command line',
@@ -58,18 +59,23 @@ export const urlFilesRule: Rule = {
         throw new ConfigError(`${label(fileKey)}: ${path} must hold a redis:// or rediss:// URL`);
       config[key] = text;
     }
-    const inArgv = (['db', 'redis'] as const).filter((key) => {
-      const value = config[key];
-      return source(key) === 'flag' && typeof value === 'string' && hasPassword(value);
+    const inArgv = URL_FLAGS.filter((name) => {
+      const value = config[camel(name) as keyof Config];
+      return source(name) === 'flag' && typeof value === 'string' && hasPassword(value);
     });
-    if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((key) => `--${key}`);
+    if (inArgv.length > 0) config.passwordsInArgv = inArgv.map((name) => `--${name}`);
   },
 };
+
+// The settings holding a URL that may carry a password.
+const URL_FLAGS = ['db', 'redis', 'otel-exporter-otlp-endpoint', 'otel-exporter-otlp-traces-endpoint'] as const;
 
 // Where the URL of each flag in passwordsInArgv is better given.
 const PASSWORD_ELSEWHERE: Record<string, string> = {
   '--db': `${SETTINGS.db.env} or ${SETTINGS.db.fallbackEnv}, or in a file named by --db-file (PGPASSWORD and PGPASSFILE work too)`,
   '--redis': `${SETTINGS.redis.env}, or in a file named by --redis-url-file`,
+  '--otel-exporter-otlp-endpoint': `${SETTINGS['otel-exporter-otlp-endpoint'].env}, or the credentials in OTEL_EXPORTER_OTLP_HEADERS (Authorization=Basic …)`,
+  '--otel-exporter-otlp-traces-endpoint': `${SETTINGS['otel-exporter-otlp-traces-endpoint'].env}, or the credentials in OTEL_EXPORTER_OTLP_TRACES_HEADERS (Authorization=Basic …)`,
 };
 
 /** The start-up warning for config.passwordsInArgv: each flag that carries a password, and where to give its URL instead. */
