@@ -20,6 +20,8 @@ export type Outcome = {
   durable?: Round[] | undefined;
   minimal?: Round[] | undefined;
   naive?: Round[] | undefined;
+  /** With --compare: another build's executable, in the same rounds. */
+  compare?: Round[] | undefined;
 };
 
 export interface RunInfo {
@@ -33,6 +35,8 @@ export interface RunInfo {
   busy: { share: number; seconds: number };
   fsync: [p50: number, p99: number];
   pgHost?: string | undefined;
+  /** The other build's executable (--compare). */
+  compare?: string | undefined;
 }
 
 // Rounded down, so a ratio just under a target never prints as the target.
@@ -121,6 +125,20 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
         `${sc.name}: the naive durable server (bench/durable.ts --naive: a transaction per write, no kept pages): ${int(n.rps)} req/s, ${cpu(n)} µs CPU/req, p99 ${ms(n.p99Ms)}; naive / durable = ${x(n.rps / d.rps)}${n.rps > d.rps * 1.05 ? ': **the durable reference is slow**' : ''}.`,
         '',
       );
+  }
+  for (const { scenario: sc, service, compare } of all) {
+    if (!compare) continue;
+    // CPU per request of every round, the middle one compared: a shared machine moves req/s more than CPU per request.
+    const middle = (rounds: Round[]) =>
+      percentile(
+        rounds.map((r) => r.cpu[0]!),
+        0.5,
+      );
+    const perRound = (rounds: Round[]) => rounds.map((r) => int(r.cpu[0]!)).join(', ');
+    lines.push(
+      `${sc.name}: the service vs the build at ${run.compare}, CPU µs/req by round: ${perRound(service)} vs ${perRound(compare)}; middle rounds ${int(middle(service))} vs ${int(middle(compare))} (${x(middle(service) / middle(compare))}); best req/s ${int(best(service).rps)} vs ${int(best(compare).rps)}.`,
+      '',
+    );
   }
   for (const { scenario: sc, s } of all) {
     const share = sc.vs && s.rps / (all.find((o) => o.scenario.name === sc.vs!.name)?.s.rps ?? NaN);

@@ -32,6 +32,8 @@ const HELP = `npm run bench [-- options] [-- service flags]
   --cpu-prof DIR     write the service's CPU profiles to DIR (slows it down)
   --out FILE         the report (default bench/latest.md; "-" for none)
   --keep             keep the temporary folder (databases, logs)
+  --compare BIN      also run another build's executable (such as a worktree's dist/src/cli/bin.js) as a
+                     side of its own, on a copy of the service's database, in the same alternating rounds
 
 Flags after a second "--" go to the service, e.g. -- --log-level warn.`;
 
@@ -47,6 +49,7 @@ const { values: o, positionals: serviceFlags } = parseArgs({
     pg: { type: 'string' },
     out: { type: 'string', default: here('../../bench/latest.md') },
     keep: { type: 'boolean', default: false },
+    compare: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -142,7 +145,18 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const port = await freePort();
     const flags = ['serve', '--db', db, '--port', String(port), ...(issuer?.flags ?? []), ...serviceFlags];
     const exe = prof.length ? [process.execPath, ...nodeFlags, ...prof, bin] : [bin];
+    if (o.compare && !pg)
+      for (const part of ['', '-wal'].filter((p) => fs.existsSync(db + p)))
+        fs.copyFileSync(db + part, join(dir, `${s.name}-compare.db${part}`));
     const service = await serve('service', port, [...exe, ...flags], pg?.cpu);
+    // Another build, on a copy of the database made before the service wrote to it (a write scenario's rows would
+    // differ otherwise), with the same flags and no tracing.
+    const compared = async () => {
+      const [comparePort, copy] = [await freePort(), pg ? db : join(dir, `${s.name}-compare.db`)];
+      const args = ['serve', '--db', copy, '--port', String(comparePort), ...(issuer?.flags ?? []), ...serviceFlags];
+      return serve('compare', comparePort, [o.compare!, ...args], pg?.cpu);
+    };
+    const compare = o.compare ? await compared() : undefined;
     const tokensFile = join(dir, 'tokens');
     fs.writeFileSync(tokensFile, tokens.join('\n'));
     /** A reference server of bench/: in memory, or durable on a SQLite file of its own. */
@@ -158,6 +172,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         ? { name: 'pgbench', round: (secs: number) => pgbench(pg, s.pgbench!, connections, secs, dir) }
         : { name: 'baseline', round: await reference('baseline', 'baseline') },
       { name: 'service', round: service },
+      ...(compare ? [{ name: 'compare', round: compare }] : []),
       ...(pg ? [] : [{ name: 'durable', round: await durable('durable') }]),
       // The list scenario also shows that the baseline is not slower than the smallest server doing the same, and
       // list and create that the durable reference is not slower than its obvious version.
@@ -185,6 +200,7 @@ async function runScenario(s: Scenario): Promise<Outcome> {
       durable: roundsOf('durable'),
       minimal: roundsOf('minimal'),
       naive: roundsOf('naive'),
+      compare: roundsOf('compare'),
       logBytes,
     };
   } finally {
@@ -237,6 +253,7 @@ const md = report(outcomes, {
   busy,
   fsync: [percentile(fsyncs, 0.5), percentile(fsyncs, 0.99)],
   pgHost: o.pg && new URL(o.pg).host,
+  compare: o.compare,
 });
 console.log(`\n${md}`);
 if (o.out !== '-') fs.writeFileSync(o.out, md);
