@@ -59,7 +59,7 @@ export function serveSettings(
 interface Running {
   app: FastifyInstance;
   store: Store;
-  /** With --workers on a store with no signal of its own: the workers' channel. */
+  /** With --workers on a store with no signal of its own (behind a transaction pooler): the workers' channel. */
   eventSignal: EventSignal | undefined;
   deliveries: DeliveryLoop;
   /** Settles once the public listener is up (or failed). */
@@ -92,7 +92,7 @@ async function start(
   created: string | undefined,
 ): Promise<{ running: Running; token: string | undefined }> {
   const store = await openCommandStore(config);
-  // The store's own signal (PostgreSQL's LISTEN) reaches the other workers too.
+  // The store's own signal (PostgreSQL's LISTEN, SQLite's signal folder) reaches the other workers too.
   const eventSignal = cluster.isWorker && !store.eventSignal ? new ClusterEventSignal() : undefined;
   let app: FastifyInstance | undefined;
   try {
