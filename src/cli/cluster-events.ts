@@ -25,6 +25,10 @@ export class ClusterEventSignal implements EventSignal {
     process.on('message', this.#onMessage);
   }
 
+  start(): void {
+    // The primary's channel is there from the fork on.
+  }
+
   announce(): void {
     if (this.#announcing) return;
     this.#announcing = true;
