@@ -381,12 +381,18 @@ export interface EventLog {
  * hint: nothing is lost when one goes missing, the poll still finds it.
  */
 export interface EventSignal {
-  /** Tells the other processes that this one logged events; calls in one turn of the event loop send one word. */
+  /** Opens the way to the other processes (a server calls it as it starts), so that its first word is not lost. */
+  start(): void;
+  /**
+   * Tells the other processes that this one logged events; calls in one turn
+   * of the event loop send one word, or none where the store can tell that
+   * no other process listens.
+   */
   announce(): void;
   /**
    * Calls `listener` when another process says it logged events, and after
    * the word could not be heard for a while (events may have gone unheard).
-   * Returns what stops it.
+   * A server listens only while it has live streams open. Returns what stops it.
    */
   listen(listener: () => void): () => void;
   close(): Promise<void>;
