@@ -232,6 +232,14 @@ export interface WebhookStore {
   remove(id: string): Promise<boolean>;
   /** One endpoint with its sealed signing secret (to sign a test event), or undefined when no endpoint has that id. */
   get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined>;
+  /**
+   * Queues every failed delivery of the endpoint (given up after its last
+   * attempt) again, due at once in the order of its events, with its attempts
+   * counted from 0 and its webhook-id kept; the endpoint's backoff ends unless
+   * a claim holds it. How many were queued, or undefined when no endpoint has
+   * that id.
+   */
+  redeliver(id: string): Promise<number | undefined>;
 }
 
 /**
@@ -289,8 +297,8 @@ export type ClaimEnd = { kind: 'done' } | { kind: 'failed'; delayMs: number } | 
 export type DeliverySettlement =
   | { kind: 'delivered' }
   | { kind: 'retry'; delayMs: number; error: string }
-  /** Given up: the event is dropped. */
-  | { kind: 'drop'; error: string }
+  /** Given up: kept as failed, never claimed again unless redelivered (WebhookStore.redeliver). */
+  | { kind: 'give-up'; error: string }
   /** Not attempted after all (shutting down): due again at once, the attempt not counted. */
   | { kind: 'release' };
 

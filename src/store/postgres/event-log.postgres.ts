@@ -172,6 +172,12 @@ const PRUNE_OWNER = {
     SELECT count(*)::int AS n, coalesce((SELECT id < wanted FROM cut), false) AS more FROM removed`,
 } as const;
 
+// Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
+const FORGET_FAILED = {
+  name: 'webhook_deliveries_forget_failed',
+  text: 'DELETE FROM webhook_deliveries WHERE failed_at < to_timestamp($1::float8 / 1000)',
+} as const;
+
 const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
   id: BigInt(id),
   owner,
@@ -211,6 +217,7 @@ export class PostgresEventLog implements EventLog {
   #lookedUpTo = 0n;
 
   async prune(before: number, keep: number): Promise<{ removed: number; more: boolean }> {
+    await writeWithClient(this.pool, (c) => c.query({ ...FORGET_FAILED, values: [before] }));
     const { rows } = await writeWithClient(this.pool, (c) =>
       c.query<{ n: number }>({ ...PRUNE_BY_AGE, values: [before] }),
     );

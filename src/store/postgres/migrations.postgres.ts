@@ -176,4 +176,15 @@ export const postgresMigrations: Record<string, Migration> = {
       )`.execute(db);
     },
   },
+  '0009_webhook_deliveries_failed': {
+    async up(db: Kysely<unknown>) {
+      // A delivery whose last attempt failed is kept, marked failed, for
+      // `webhook redeliver` (and POST /admin/webhooks/{id}/redeliver) to queue
+      // again; no claim takes it, as its next attempt is 'infinity'. Failed
+      // ones are removed with the event log's pruning by age.
+      await sql`ALTER TABLE webhook_deliveries ADD COLUMN failed_at timestamptz`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (failed_at)
+        WHERE failed_at IS NOT NULL`.execute(db);
+    },
+  },
 };

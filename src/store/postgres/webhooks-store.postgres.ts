@@ -147,7 +147,10 @@ const CLAIM_ROWS = {
 const PARK = {
   name: 'outbox_park',
   text: `UPDATE webhook_endpoints e
-    SET retry_at = coalesce((SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id), now()),
+    SET retry_at = coalesce(
+        (SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.failed_at IS NULL),
+        now()
+      ),
       claim = NULL
     WHERE e.id = ANY ($1::text[]) AND e.claim = $2::text`,
 } as const;
@@ -165,6 +168,41 @@ const RETRY = {
   text: `UPDATE webhook_deliveries
     SET next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = NULL, last_error = $4::text
     WHERE event_id = $1::text AND claim = $2::text`,
+} as const;
+// Given up: kept, with its next attempt at 'infinity' (no claim's range reaches it), for redeliver.
+const GIVE_UP = {
+  name: 'outbox_give_up',
+  text: `WITH failed AS (
+      UPDATE webhook_deliveries SET failed_at = now(), next_attempt_at = 'infinity', claim = NULL, last_error = $3::text
+      WHERE event_id = $1::text AND claim = $2::text RETURNING endpoint_id
+    ), counted AS (
+      UPDATE webhook_endpoints e SET pending = e.pending - 1 FROM failed WHERE e.id = failed.endpoint_id
+    )
+    SELECT count(*)::int AS settled FROM failed`,
+} as const;
+/**
+ * The endpoint's failed deliveries queued again in one statement: due at
+ * once in the order of their events, counted in, and the endpoint's backoff
+ * ended unless a claim holds it (that claim ends it as usual). A disabled
+ * endpoint has none: its deliveries were dropped when it was disabled.
+ */
+const REDELIVER = {
+  name: 'webhooks_redeliver',
+  text: `WITH endpoint AS (
+      SELECT id, disabled_at IS NULL AS active FROM webhook_endpoints WHERE id = $1::text
+    ), requeued AS (
+      UPDATE webhook_deliveries d
+      SET failed_at = NULL, attempts = 0, next_attempt_at = d.occurred_at, claim = NULL
+      WHERE d.endpoint_id = $1::text AND d.failed_at IS NOT NULL AND (SELECT active FROM endpoint)
+      RETURNING 1
+    ), counted AS (
+      UPDATE webhook_endpoints e
+      SET pending = e.pending + (SELECT count(*) FROM requeued),
+        retry_at = CASE WHEN e.claim IS NULL THEN LEAST(e.retry_at, now()) ELSE e.retry_at END,
+        failures = 0
+      WHERE e.id = $1::text AND EXISTS (SELECT FROM requeued)
+    )
+    SELECT (SELECT count(*) FROM endpoint)::int AS found, (SELECT count(*) FROM requeued)::int AS n`,
 } as const;
 const RELEASE = {
   name: 'outbox_release',
@@ -232,6 +270,13 @@ export class PostgresWebhookStore implements WebhookStore {
     const { rowCount } = await writeWithClient(this.pool, (client) => client.query({ ...REMOVE, values: [id] }));
     return rowCount === 1;
   }
+
+  async redeliver(id: string): Promise<number | undefined> {
+    const { rows } = await writeWithClient(this.pool, (client) =>
+      client.query<{ found: number; n: number }>({ ...REDELIVER, values: [id] }),
+    );
+    return rows[0]!.found === 0 ? undefined : rows[0]!.n;
+  }
 }
 
 export class PostgresOutboxStore implements OutboxStore {
@@ -286,10 +331,9 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async settle(d: ClaimedDelivery, s: DeliverySettlement): Promise<boolean> {
     const key = [d.ref, d.claim];
-    if (s.kind === 'delivered' || s.kind === 'drop') {
-      const { rows } = await writeWithClient(this.pool, (client) =>
-        client.query<{ settled: number }>({ ...DELIVERED, values: key }),
-      );
+    if (s.kind === 'delivered' || s.kind === 'give-up') {
+      const query = s.kind === 'delivered' ? { ...DELIVERED, values: key } : { ...GIVE_UP, values: [...key, s.error] };
+      const { rows } = await writeWithClient(this.pool, (client) => client.query<{ settled: number }>(query));
       return rows[0]?.settled === 1;
     }
     const query =

@@ -75,6 +75,8 @@ interface EventRow {
 
 // Subscribed: an active endpoint of the owner whose events list the type.
 const SUBSCRIBED = "owner = @owner AND disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0";
+/** The next attempt of a failed delivery: past every clock (the largest time a Date holds). */
+export const NEVER_DUE = 8_640_000_000_000_000;
 // Events fanned out by one claim at most: a claim stays short however many wait.
 const FAN_OUT_BATCH = 256;
 
@@ -160,7 +162,9 @@ export function outboxWriter(db: Database.Database) {
     )
     .safeIntegers(true);
   const nextDue = db
-    .prepare<[string], number | null>('SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ?')
+    .prepare<[string], number | null>(
+      'SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ? AND failed_at IS NULL',
+    )
     .pluck();
   const leaseEndpoint = db.prepare<[number, string | null, string]>(
     'UPDATE webhook_endpoints SET retry_at = ?, claim = ? WHERE id = ?',
@@ -174,6 +178,11 @@ export function outboxWriter(db: Database.Database) {
   const countOut = db.prepare<[string]>('UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = ?');
   const retry = db.prepare<[number, string, bigint, string]>(
     'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
+  );
+  // Given up: kept, with its next attempt past every clock (no claim's range reaches it), for redeliver.
+  const giveUp = db.prepare<[number, number, string, bigint, string]>(
+    `UPDATE webhook_deliveries SET failed_at = ?, next_attempt_at = ?, claim = NULL, last_error = ?
+     WHERE seq = ? AND claim = ? RETURNING endpoint_id`,
   );
   const release = db.prepare<[number, bigint, string]>(
     'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
@@ -255,8 +264,12 @@ export function outboxWriter(db: Database.Database) {
     const s: DeliverySettlement = op.settlement;
     switch (s.kind) {
       case 'delivered':
-      case 'drop': {
-        const gone = remove.get(op.seq, op.claim) as { endpoint_id: string } | undefined;
+      case 'give-up': {
+        const gone = (
+          s.kind === 'delivered'
+            ? remove.get(op.seq, op.claim)
+            : giveUp.get(op.now, NEVER_DUE, s.error, op.seq, op.claim)
+        ) as { endpoint_id: string } | undefined;
         if (gone) countOut.run(gone.endpoint_id);
         return gone !== undefined;
       }

@@ -193,6 +193,8 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
     'INSERT INTO plant_events_owner_pruned (owner, up_to) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET up_to = max(up_to, excluded.up_to)',
   );
   const removeOwner = db.prepare<[string, bigint]>('DELETE FROM plant_events WHERE owner = ? AND id <= ?');
+  // Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
+  const forgetFailed = db.prepare<[number]>('DELETE FROM webhook_deliveries WHERE failed_at < ?');
   /** Every owner of the events up to this id has been looked at. */
   let lookedUpTo = 0n;
 
@@ -214,6 +216,7 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
   return ({ before, keep: asked }) => {
     // Each owner keeps its newest event at least, so the log's newest stays.
     const keep = Math.max(1, asked);
+    forgetFailed.run(before);
     const aged = byAge(before);
     let capped = 0;
     let scanned = 0n;

@@ -42,6 +42,7 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #all: Database.Statement<[], EndpointRow>;
   readonly #remove: Database.Statement<[string]>;
   readonly #get: Database.Statement<[string], EndpointRow & { secret: Buffer }>;
+  readonly #redeliver: Database.Transaction<(id: string) => number | undefined>;
 
   constructor(db: Database.Database) {
     // The count and the insert are one statement: two adds at once cannot both pass the cap.
@@ -60,6 +61,34 @@ export class SqliteWebhookStore implements WebhookStore {
       `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
        FROM webhook_endpoints WHERE id = ?`,
     );
+    const active = db
+      .prepare<[string], number>('SELECT disabled_at IS NULL FROM webhook_endpoints WHERE id = ?')
+      .pluck();
+    // Due at once, in the order of their events (claims take the earliest next_attempt_at first).
+    const requeue = db.prepare<[string]>(
+      `UPDATE webhook_deliveries SET failed_at = NULL, attempts = 0, next_attempt_at = occurred_at, claim = NULL
+       WHERE endpoint_id = ? AND failed_at IS NOT NULL`,
+    );
+    // A claim in progress keeps its lease; it ends it as usual, and the queued deliveries are due at the next.
+    const countIn = db.prepare<[number, number, string]>(
+      `UPDATE webhook_endpoints SET pending = pending + ?,
+         retry_at = CASE WHEN claim IS NULL THEN min(retry_at, ?) ELSE retry_at END, failures = 0
+       WHERE id = ?`,
+    );
+    // One IMMEDIATE transaction: the write lock first, so a claim cannot settle between the two statements.
+    this.#redeliver = db.transaction((id: string): number | undefined => {
+      const state = active.get(id);
+      if (state === undefined) return undefined;
+      // A disabled endpoint's deliveries were all dropped when it was disabled.
+      if (state !== 1) return 0;
+      const n = requeue.run(id).changes;
+      if (n > 0) countIn.run(n, Date.now(), id);
+      return n;
+    });
+  }
+
+  async redeliver(id: string): Promise<number | undefined> {
+    return this.#redeliver.immediate(id);
   }
 
   async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
