@@ -303,9 +303,10 @@ export type DeliverySettlement =
   | { kind: 'release' };
 
 /**
- * The transactional outbox. A plant write stores one event, in its own
- * transaction, whatever the number of endpoints; claims fan events out to the
- * endpoints subscribed. Each endpoint is claimed whole, by one process at a
+ * The transactional outbox, over the one event log (EventLog): a plant write
+ * stores one event there, in its own transaction, whatever the number of
+ * endpoints; claims fan the events logged since the last fan-out out to the
+ * endpoints subscribed, as deliveries that refer to them. Each endpoint is claimed whole, by one process at a
  * time, and waits out its own backoff after a failure: its waiting events cost
  * nothing meanwhile.
  */
@@ -353,7 +354,10 @@ export interface PlantEvent {
  * above the last id it saw misses nothing. Events are removed oldest first
  * only, for the whole log (by age) or for one owner (by its cap), and the
  * log remembers the largest id it removed of each: every event of an owner
- * above both marks, up to `newest`, is still there.
+ * above both marks, up to `newest`, is still there. Webhook deliveries fan
+ * out from the same log, and pruning stops below the oldest event they still
+ * need. Ids below 0 hold the events that waited for delivery at the upgrade
+ * to one log: no stream reads them (`newest` is never below 0).
  */
 export interface EventLog {
   /** Events of every owner with an id above `after`, oldest first, at most `limit`. */

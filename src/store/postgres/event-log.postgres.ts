@@ -111,7 +111,7 @@ const BOUNDS = {
   name: 'plant_events_bounds',
   text: `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
         (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text))::text AS pruned,
-      (SELECT max(id) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
+      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
 } as const;
 /**
  * The oldest event webhook delivery still needs, or NULL: the first not yet
