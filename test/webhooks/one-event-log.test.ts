@@ -90,8 +90,8 @@ const ownerEvents = async (store: Store, owner: string) => {
   return (await store.events.ownerAfter(owner, 0n, newest, 1000)).map((e) => e.name ?? `deleted ${e.plantId}`);
 };
 
-/** A started delivery loop on the store, with the real retry schedule. */
-function deliveryLoop(store: Store): DeliveryLoop {
+/** A started delivery loop on the store, with the real retry schedule unless given one. */
+function deliveryLoop(store: Store, retryDelayMs?: (attempt: number) => number | undefined): DeliveryLoop {
   const loop = new DeliveryLoop({
     outbox: store.outbox,
     webhooks: store.webhooks,
@@ -100,6 +100,7 @@ function deliveryLoop(store: Store): DeliveryLoop {
     timeoutMs: 2_000,
     log: pino({ level: 'silent' }),
     pollMs: 20,
+    ...(retryDelayMs ? { retryDelayMs } : {}),
   });
   loop.start();
   return loop;
@@ -117,7 +118,11 @@ describeEachStore('webhooks: one event log', (fx) => {
     receivers.push(r);
     return r;
   };
-  const startLoop = (store: Store) => loops.push(deliveryLoop(store));
+  const startLoop = (store: Store, retryDelayMs?: (attempt: number) => number | undefined) => {
+    const loop = deliveryLoop(store, retryDelayMs);
+    loops.push(loop);
+    return loop;
+  };
 
   it('a write logs one event row, with or without endpoints, and no other row for webhooks', LIMIT, async () => {
     const store = await fx.open();
@@ -171,6 +176,46 @@ describeEachStore('webhooks: one event log', (fx) => {
     await pruneAll(store, 1);
     assert.deepEqual(await ownerEvents(store, 'held'), ['held 6']);
   });
+
+  it(
+    'a failed delivery keeps its event for redeliver, until it is forgotten with the events of its age',
+    LIMIT,
+    async () => {
+      const store = await fx.open();
+      const rx = await receiver();
+      rx.answer = () => ({ status: 500 });
+      const { id } = await register(store, 'failing', rx.url());
+      for (let i = 1; i <= 3; i++) await store.plants.create('failing', { id: BigInt(i), name: `failing ${i}` });
+      // One attempt each, then given up.
+      const first = startLoop(store, () => undefined);
+      await rx.waitFor((all) => all.length === 3, 10_000, 'three failed attempts');
+      await eventually(async () => (await pendingOf(store, id)) === 0, 10_000, { what: 'the three given up' });
+      await first.stop();
+      // Nothing is old yet; the cap alone would keep one event.
+      while ((await store.events.prune(Date.now() - 3_600_000, 1)).more);
+      assert.deepEqual(await ownerEvents(store, 'failing'), ['failing 1', 'failing 2', 'failing 3']);
+
+      rx.answer = () => ({ status: 204 });
+      assert.equal(await store.webhooks.redeliver(id), 3);
+      startLoop(store);
+      await rx.waitFor((all) => all.filter((r) => r.status === 204).length === 3, 10_000, 'the three redelivered');
+      const ids = (status: number) =>
+        rx.requests.filter((r) => r.status === status).map((r) => r.headers['webhook-id']);
+      assert.deepEqual(ids(204), ids(500), 'the same events, in the same order, with the same webhook-ids');
+
+      // Failed again, then past the age limit: forgotten, with their events.
+      await eventually(async () => (await pendingOf(store, id)) === 0, 10_000, { what: 'the deliveries settled' });
+      for (const loop of loops.splice(0)) await loop.stop();
+      rx.answer = () => ({ status: 500 });
+      await store.plants.create('failing', { id: 4n, name: 'failing 4' });
+      const again = startLoop(store, () => undefined);
+      await rx.waitFor((all) => all.length === 7, 10_000, 'the fourth failed');
+      await eventually(async () => (await pendingOf(store, id)) === 0, 10_000, { what: 'the fourth given up' });
+      await again.stop();
+      await pruneAll(store, 1);
+      assert.equal(await store.webhooks.redeliver(id), 0, 'forgotten');
+    },
+  );
 });
 
 // A database of its own: the schema of migration 0008, with data in both tables.
