@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startIssuer } from './jwt.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { runLoad, wrkVersion } from './load.js';
 import { PlantStoreClient } from '../src/client/index.js';
 import { SERVER_CPU, cpuSeconds, freePort, ready, start, stop, unpinned } from './procs.js';
@@ -75,7 +76,7 @@ if (o['cpu-prof']) fs.mkdirSync(o['cpu-prof'], { recursive: true });
 
 // The service reads these; the bench leaves nothing from the caller's shell in them.
 const env = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !/^(HOST|PORT|DATABASE_URL|LOG_LEVEL|PLANTS_.*)$/.test(k)),
+  Object.entries(process.env).filter(([k]) => !/^(HOST|PORT|DATABASE_URL|LOG_LEVEL|PLANTS_.*|OTEL_.*)$/.test(k)),
 );
 const dir = fs.mkdtempSync(join(tmpdir(), 'plant-bench-'));
 let runs = 0;
@@ -114,8 +115,12 @@ async function runScenario(s: Scenario): Promise<Outcome> {
     const tokens = issuer ? await Promise.all(opaque.map((_, i) => issuer.token(ownerName(i)))) : opaque;
 
     /** Starts a server; each call of what it returns is a round of load on it: its rate, p99, CPU (and PostgreSQL's). */
+    // Tracing on for the service alone: the references do not trace.
+    const sink = s.traced ? await startOtlpSink() : undefined;
+    if (sink) cleanup.push(sink.close);
     const serve = async (name: string, port: number, [cmd, ...args]: string[], pgCpu?: () => number) => {
-      const child = start(pg ? undefined : SERVER_CPU, cmd!, args, join(dir, `${s.name}-${name}.log`), env);
+      const own = sink && name === 'service' ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint } : env;
+      const child = start(pg ? undefined : SERVER_CPU, cmd!, args, join(dir, `${s.name}-${name}.log`), own);
       cleanup.push(() => stop(child));
       const url = `http://127.0.0.1:${port}`;
       // With JWTs on, /readyz answers 503 until the service has fetched the JWKS; a JWT before that gets 401.
@@ -169,6 +174,10 @@ async function runScenario(s: Scenario): Promise<Outcome> {
         console.log(roundLine(side.name, side.rounds.at(-1)!));
       }
     const logBytes = fs.statSync(join(dir, `${s.name}-service.log`)).size;
+    if (sink) {
+      const { requests, bytes } = sink.received();
+      console.log(`  the receiver got ${requests} exports, ${(bytes / 1e6).toFixed(1)} MB`);
+    }
     return {
       scenario: s,
       reference: sides[0]!.rounds,

@@ -18,6 +18,7 @@ export interface Scenario {
   rowsPerOwner: number;
   workload: Workload;
   jwt?: boolean; // send JWTs (signed by jwt.ts, owner in `sub`) instead of the opaque tokens
+  traced?: boolean; // the service with tracing on: every request a trace, exported to a loopback receiver (otlp-sink.ts)
   pgbench?: string; // on PostgreSQL (needs --pg), next to pgbench running this script per transaction
   target?: number; // on PostgreSQL, at the default settings: service / pgbench req/s (on SQLite: DURABLE_TARGET)
   vs?: { name: string; min?: number }; // also reported as a share of that scenario's service req/s, maybe with a target
@@ -49,10 +50,26 @@ export const SCENARIOS: readonly Scenario[] = [
     vs: { name: 'list' },
   },
   {
+    name: 'traced',
+    title: 'as list, with tracing on: every request a trace (OTLP/HTTP protobuf to a loopback receiver)',
+    ...ONE_OWNER,
+    workload: { list: 1, limit: 10 },
+    traced: true,
+    vs: { name: 'list' },
+  },
+  {
     name: 'create',
     title: 'POST /plants, a new id each time (durability full)',
     ...ONE_OWNER,
     workload: { create: 1, limit: 10 },
+  },
+  {
+    name: 'traced-create',
+    title: 'as create, with tracing on: a server span and the SQLite write span per request',
+    ...ONE_OWNER,
+    workload: { create: 1, limit: 10 },
+    traced: true,
+    vs: { name: 'create' },
   },
   {
     name: 'owners',

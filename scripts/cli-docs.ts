@@ -53,7 +53,8 @@ export function cliPage(): string {
     'JSON object on one line instead, with ids and owners in fields; the list commands print one',
     "object per line. Each command's **Output** below says where.",
     '',
-    'Settings (`--db` and the others) can also come from `PLANTS_` environment variables and',
+    'Settings (`--db` and the others) can also come from `PLANTS_` environment variables (for',
+    "tracing, OpenTelemetry's `OTEL_` ones) and",
     'from `--config FILE`: see [the configuration reference](configuration.md).',
     '',
     ...COMMANDS.flatMap((c) => [

@@ -13,6 +13,7 @@ const TOPICS: Record<SettingGroup, string> = {
   events: 'Live events',
   limits: 'Limits',
   observability: 'Observability',
+  tracing: 'Tracing',
 };
 
 const code = (text: string) => (text === '' ? '' : `\`${text.replace(/\|/g, '\\|')}\``);
@@ -50,7 +51,9 @@ export function configurationPage(): string {
     'The first of these that is set wins:',
     '',
     '1. the flag on the command line: `--port 8081`;',
-    '2. its `PLANTS_` environment variable: `PLANTS_PORT=8081`;',
+    '2. its `PLANTS_` environment variable: `PLANTS_PORT=8081` (the tracing settings read',
+    "   OpenTelemetry's own variables instead, such as `OTEL_EXPORTER_OTLP_ENDPOINT`, so that a",
+    "   collector's or a platform's settings apply unchanged);",
     '3. for `--db` and `--port` only, the older `DATABASE_URL` and `PORT`, read when `PLANTS_DB` and',
     '   `PLANTS_PORT` are unset (so `PLANTS_DB` wins over `DATABASE_URL`, `PLANTS_PORT` over `PORT`);',
     '4. the configuration file named by `--config FILE` or `PLANTS_CONFIG`;',

@@ -26,6 +26,7 @@ export { checkCorsOrigin } from './config/rules/cors.js';
 export { checkDb, isPostgresUrl } from './config/rules/db-url.js';
 export { checkTrustProxy, trustedProxies } from './config/rules/trust-proxy.js';
 export { jwtEnabled, jwtKeySource, unprotectedKeyUrl, type JwtKeySource } from './config/rules/jwt.js';
+export { resourceAttributes, samplerRatio, tracesUrl, tracingEnabled } from './config/rules/tracing.js';
 export { argvPasswordWarning } from './config/rules/secrets.js';
 export {
   storeConfig,

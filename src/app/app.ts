@@ -30,6 +30,8 @@ import { registerOpenApi } from './openapi.js';
 import { closeLogger, createLogger, logsEveryRequest, requestLog } from './logger.js';
 import { trackMethods } from './method-not-allowed.js';
 import { validatorCompiler } from './validation.js';
+import { traceRequests } from './request-spans.js';
+import { tracing } from '../tracing/tracing.js';
 
 // An incoming X-Request-Id is kept only when the operator says a proxy sets
 // it (--trust-request-id), and even then not when it looks like a
@@ -133,6 +135,9 @@ async function assemble(
   shutdown: Shutdown,
   metrics: boolean,
 ): Promise<void> {
+  // Before every other hook: the request's span covers all it goes through.
+  const traces = tracing();
+  if (traces) traceRequests(app, traces);
   app.addHook('onClose', async () => closeLogger(app.log));
   if (config.passwordsInArgv?.length) app.log.warn(argvPasswordWarning(config.passwordsInArgv));
   const connections = guardConnections(app.server, config, app.log);

@@ -1,9 +1,10 @@
 import { errors, type AppError } from '../http/errors.js';
+import { errorResponseWithExamples, type ErrorExample } from '../schemas/responses.js';
 import { NewPlantOrBatch, conflictInBatch, repeatedInBatch } from '../schemas/plant-batch.js';
 import { TooManyPlantsError } from '../store/store.js';
 import { validatorCompiler } from './validation.js';
 
-const example = (summary: string, error: AppError) => ({
+const example = (summary: string, error: AppError): ErrorExample => ({
   summary,
   value: { error: error.statusCode, message: error.message },
 });
@@ -25,23 +26,10 @@ function refusal(maxItems: number, body: unknown): string {
  * answers, each message made by the code that makes it: the validator's, the
  * route's, the store's.
  */
-export function batchExamples(responses: Record<string, unknown>, maxItems: number): Record<string, unknown> {
+export function batchExamples(maxItems: number): Record<number, unknown> {
   const id = 9007199254740994n;
-  // In the media type, which the document keeps as it is: examples beside a $ref would be dropped.
-  type Entry = { description: string; content: { 'application/json': { schema: unknown } } };
-  const withExamples = (status: number, examples: Record<string, ReturnType<typeof example>>, description?: string) => {
-    const entry = responses[status] as Entry;
-    const { schema } = entry.content['application/json'];
-    return {
-      [status]: {
-        ...entry,
-        description: description ?? entry.description,
-        content: { 'application/json': { schema, examples } },
-      },
-    };
-  };
   return {
-    ...withExamples(400, {
+    ...errorResponseWithExamples(400, {
       field: example('An invalid field of one plant', errors.badRequest(refusal(maxItems, { id: 1n, name: '' }))),
       element: example(
         'An invalid element of a batch',
@@ -50,7 +38,7 @@ export function batchExamples(responses: Record<string, unknown>, maxItems: numb
       repeated: example('An id twice in a batch', errors.badRequest(repeatedInBatch(1, 0, id))),
       empty: example('An empty batch', errors.badRequest(refusal(maxItems, []))),
     }),
-    ...withExamples(
+    ...errorResponseWithExamples(
       403,
       {
         scope: example('A token without plants:write', errors.insufficientScope('plants:write')),
@@ -61,7 +49,7 @@ export function batchExamples(responses: Record<string, unknown>, maxItems: numb
       },
       "The token lacks the plants:write scope, or the plants this request would store take the owner past the server's cap on plants per owner; nothing was stored",
     ),
-    ...withExamples(
+    ...errorResponseWithExamples(
       409,
       {
         one: example(

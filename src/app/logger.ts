@@ -4,7 +4,9 @@ import type { Config } from '../config.js';
 import { isServerFailure } from '../http/errors.js';
 import { LogSampler, loggableUrl } from '../http/log-lines.js';
 import { errorChain } from '../store/error-causes.js';
+import { tracing } from '../tracing/tracing.js';
 import { LogSink } from './log-sink.js';
+import { requestTraceFields } from './request-spans.js';
 
 /**
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
@@ -16,9 +18,12 @@ export function createLogger(
   config: Pick<Config, 'logLevel' | 'logPretty'>,
   stream?: DestinationStream,
 ): FastifyBaseLogger {
+  const traces = tracing();
   const options = {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+    // With tracing on, a line written in a span's context names it (trace_id, span_id).
+    ...(traces && { mixin: () => traces.logFields() ?? {} }),
   };
   if (stream) return pino(options, stream);
   if (config.logPretty) {
@@ -53,7 +58,7 @@ export async function closeLogger(logger: FastifyBaseLogger): Promise<void> {
 /**
  * The fields of a request's log line. Tokens are never accepted in URLs, but
  * a client may still put one there (or a JWT, or a key): the URL is redacted
- * and cut to a bounded length.
+ * and cut to a bounded length. With tracing on, the line names the request's span.
  */
 export function requestLine(request: FastifyRequest, statusCode: number) {
   return {
@@ -63,6 +68,7 @@ export function requestLine(request: FastifyRequest, statusCode: number) {
     url: loggableUrl(request.url),
     statusCode,
     owner: request.principal?.owner,
+    ...requestTraceFields(request),
   };
 }
 

@@ -67,7 +67,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
               ...(schema.response as Record<string, unknown>),
               ...(batch && {
                 200: documentedCreated,
-                ...batchExamples(schema.response as Record<string, unknown>, batch.maxItems),
+                ...batchExamples(batch.maxItems),
               }),
               default: otherErrors,
             };

@@ -9,6 +9,8 @@ import {
 import { unprotectedKeyUrl, type JwtKeySource } from '../config.js';
 import { clip } from '../http/log-lines.js';
 import { errorMessages } from '../store/error-causes.js';
+import { HTTP_REQUEST_METHOD, HTTP_RESPONSE_STATUS_CODE, SERVER_ADDRESS, SERVER_PORT } from '../tracing/attributes.js';
+import { tracing } from '../tracing/tracing.js';
 
 export interface JwksTiming {
   /** Least time between two fetches that tokens with an unknown key cause. */
@@ -56,7 +58,24 @@ async function readCapped(response: Response, maxBytes: number, what: string): P
 }
 
 /** jose's fetch of the key set, bounded in bytes and in keys. */
-const cappedJwksFetch = async (url: string, options: RequestInit): Promise<Response> => {
+const cappedJwksFetch = (url: string, options: RequestInit): Promise<Response> => {
+  const traces = tracing();
+  if (traces === undefined) return fetchCapped(url, options);
+  const target = new URL(url);
+  const attributes = {
+    [HTTP_REQUEST_METHOD]: 'GET',
+    [SERVER_ADDRESS]: target.hostname,
+    [SERVER_PORT]: Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+  };
+  return traces.client('GET', attributes, async (span) => {
+    const response = await fetchCapped(url, options);
+    span.setAttributes({ [HTTP_RESPONSE_STATUS_CODE]: response.status });
+    if (response.status >= 400) span.fail(String(response.status));
+    return response;
+  });
+};
+
+async function fetchCapped(url: string, options: RequestInit): Promise<Response> {
   const response = await fetch(url, options);
   const text = await readCapped(response, MAX_JWKS_BYTES, 'the JWKS response');
   if (response.status === 200) {
@@ -70,7 +89,7 @@ const cappedJwksFetch = async (url: string, options: RequestInit): Promise<Respo
       throw new Error(`the JWKS holds ${keys.length} keys, more than the ${MAX_JWKS_KEYS} accepted`);
   }
   return new Response(text, { status: response.status, headers: response.headers });
-};
+}
 
 // After a failed fetch the background retry waits 1 s, 2 s, 4 s, ... (retryMs, doubling) up to this.
 const MAX_RETRY_MS = 30_000;

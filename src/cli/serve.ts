@@ -16,6 +16,8 @@ import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js
 import { checkCommandConnections, openCommandStore } from './store.js';
 import { logStoreLine, newStoreAt, storeLocation } from './store-location.js';
 import { logStream } from './log-stream.js';
+import { startTracing, stopTracing } from '../tracing/start.js';
+import { packageVersion } from './version.js';
 import type { EventSignal, Store } from '../store/store.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -91,7 +93,12 @@ async function start(
   ctx: CommandContext,
   created: string | undefined,
 ): Promise<{ running: Running; token: string | undefined }> {
-  const store = await openCommandStore(config);
+  // Before the store opens: its PostgreSQL connections are made traced when tracing is on.
+  await startTracing(config, packageVersion());
+  const store = await openCommandStore(config).catch(async (error: unknown) => {
+    await stopTracing();
+    throw error;
+  });
   // The store's own signal (PostgreSQL's LISTEN) reaches the other workers too.
   const eventSignal = cluster.isWorker && !store.eventSignal ? new ClusterEventSignal() : undefined;
   let app: FastifyInstance | undefined;
@@ -115,6 +122,7 @@ async function start(
     await app?.close().catch(() => {});
     await eventSignal?.close();
     await store.close().catch(() => {});
+    await stopTracing();
     throw error;
   }
 }
@@ -192,6 +200,8 @@ function shutdownOnSignals(
           await running.eventSignal?.close();
           await (await running.admin.catch(() => undefined))?.close();
           await running.store.close();
+          // The last spans are sent before the process exits.
+          await stopTracing();
           done(0);
         } catch (error) {
           app.log.error({ err: error }, 'shutdown failed');

@@ -5,6 +5,7 @@ import { jwtRule } from './rules/jwt.js';
 import { authFailLimitRule, pageSizeRule, redisNeedsLimitRule } from './rules/limits.js';
 import { adminTokenRule, urlFilesRule } from './rules/secrets.js';
 import { headersTimeoutRule, webhookLeaseRule } from './rules/timeouts.js';
+import { tracingRule } from './rules/tracing.js';
 import { trustProxyRule } from './rules/trust-proxy.js';
 
 /**
@@ -24,4 +25,5 @@ export const RULES: readonly Rule[] = [
   headersTimeoutRule,
   webhookLeaseRule,
   jwtRule,
+  tracingRule,
 ];

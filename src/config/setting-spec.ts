@@ -4,9 +4,29 @@ import { INT32_MAX } from '../schemas/plant.js';
 export const DURABILITIES = ['full', 'normal'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const PG_POOLERS = ['none', 'transaction'] as const;
+/** The OTLP transports of OTEL_EXPORTER_OTLP_PROTOCOL the service speaks (not grpc). */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+/** The samplers of OTEL_TRACES_SAMPLER that the OpenTelemetry SDK builds in. */
+export const TRACE_SAMPLERS = [
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+  'always_on',
+  'always_off',
+  'traceidratio',
+] as const;
 
 /** The topics of serve --help and of the configuration reference, in their order. */
-export const SETTING_GROUPS = ['network', 'storage', 'auth', 'webhooks', 'events', 'limits', 'observability'] as const;
+export const SETTING_GROUPS = [
+  'network',
+  'storage',
+  'auth',
+  'webhooks',
+  'events',
+  'limits',
+  'observability',
+  'tracing',
+] as const;
 export type SettingGroup = (typeof SETTING_GROUPS)[number];
 
 /**

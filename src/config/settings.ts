@@ -5,6 +5,7 @@ import { WEBHOOKS } from './settings/webhooks.js';
 import { EVENTS } from './settings/events.js';
 import { LIMITS } from './settings/limits.js';
 import { OBSERVABILITY } from './settings/observability.js';
+import { TRACING } from './settings/tracing.js';
 import type { SettingSpec } from './setting-spec.js';
 
 // Every setting, once: its flag (the key), its environment variable, its
@@ -26,6 +27,7 @@ export const SETTINGS = {
   ...EVENTS,
   ...LIMITS,
   ...OBSERVABILITY,
+  ...TRACING,
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;

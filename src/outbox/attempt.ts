@@ -1,5 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
+import { HTTP_REQUEST_METHOD, HTTP_RESPONSE_STATUS_CODE, SERVER_ADDRESS, SERVER_PORT } from '../tracing/attributes.js';
+import { tracing } from '../tracing/tracing.js';
 import { RefusedAddressError, addressRefusal, bareHost, checkLiteralHost, guardedLookup } from './address-guard.js';
 
 /** What one delivery attempt came to. */
@@ -27,6 +29,35 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
  * resolved here, checked, and connected to at the checked address.
  */
 export function attemptDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: AttemptOptions,
+): Promise<AttemptResult> {
+  const traces = tracing();
+  if (traces === undefined) return attemptOnce(url, headers, body, options);
+  // A span of its own (a delivery is not part of the request that wrote the
+  // event), whose traceparent the receiver gets. Its attributes name the
+  // host only: a path or a query may hold the receiver's secret.
+  const target = URL.canParse(url) ? new URL(url) : undefined;
+  const attributes = {
+    [HTTP_REQUEST_METHOD]: 'POST',
+    [SERVER_ADDRESS]: target && bareHost(target.hostname),
+    [SERVER_PORT]: target && Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+  };
+  return traces.client('POST', attributes, async (span) => {
+    const traced = { ...headers };
+    traces.inject(traced);
+    const result = await attemptOnce(url, traced, body, options);
+    if ('status' in result && result.status !== undefined)
+      span.setAttributes({ [HTTP_RESPONSE_STATUS_CODE]: result.status });
+    if (result.kind !== 'delivered')
+      span.fail(result.kind === 'failed' && result.status ? String(result.status) : result.kind);
+    return result;
+  });
+}
+
+function attemptOnce(
   url: string,
   headers: Record<string, string>,
   body: string,

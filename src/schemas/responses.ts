@@ -82,11 +82,23 @@ const OTHER_ERRORS =
  * (in the media type, where @fastify/swagger keeps it: it drops the
  * siblings of a $ref).
  */
-function errorEntry(description: string, example: ErrorBody | undefined, headers?: Record<string, unknown>) {
+/** A named example of an error answer, as OpenAPI's `examples` holds it. */
+export interface ErrorExample {
+  summary: string;
+  value: ErrorBody;
+}
+
+function errorEntry(
+  description: string,
+  example: ErrorBody | Record<string, ErrorExample> | undefined,
+  headers?: Record<string, unknown>,
+) {
+  // In the media type, which the document keeps as it is: examples beside a $ref would be dropped.
+  const shown = example === undefined ? {} : 'error' in example ? { example } : { examples: example };
   return {
     description,
     ...(headers ? { headers } : {}),
-    content: { 'application/json': { schema: Type.Ref(ErrorBody), ...(example ? { example } : {}) } },
+    content: { 'application/json': { schema: Type.Ref(ErrorBody), ...shown } },
   };
 }
 
@@ -108,4 +120,17 @@ export function errorResponses(
       return [s, errorEntry(DESCRIPTIONS[s] ?? 'Error', example, HEADERS[s])];
     }),
   );
+}
+
+/**
+ * The response entry of one error status with several named examples of
+ * what the server answers, and a description of its own when the status's
+ * usual one does not fit the operation.
+ */
+export function errorResponseWithExamples(
+  status: number,
+  examples: Record<string, ErrorExample>,
+  description = DESCRIPTIONS[status] ?? 'Error',
+): Record<number, unknown> {
+  return { [status]: errorEntry(description, examples, HEADERS[status]) };
 }

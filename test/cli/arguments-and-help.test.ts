@@ -73,6 +73,7 @@ describe('serve --help', () => {
       'Events:',
       'Limits:',
       'Observability:',
+      'Tracing:',
       'Common:',
     ]);
     for (const [name, s] of Object.entries(SETTINGS)) {

@@ -1,5 +1,5 @@
 // Load against a real server process, for the whole-process suites
-// (test/operations/kill-9-sigterm-and-workers.test.ts, test/slow/kill-durability-normal.test.ts): client
+// (test/slow/kill-9-sigterm-and-workers.test.ts, test/slow/kill-durability-normal.test.ts): client
 // loops that record every attempt, and kill -9 under concurrent creates with
 // every acknowledged create checked after a restart.
 import assert from 'node:assert/strict';

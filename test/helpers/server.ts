@@ -28,7 +28,11 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
-    if (['HOST', 'PORT', 'DATABASE_URL', 'LOG_LEVEL', 'NODE_TEST_CONTEXT'].includes(k) || k.startsWith('PLANTS_'))
+    if (
+      ['HOST', 'PORT', 'DATABASE_URL', 'LOG_LEVEL', 'NODE_TEST_CONTEXT'].includes(k) ||
+      k.startsWith('PLANTS_') ||
+      k.startsWith('OTEL_')
+    )
       continue;
     env[k] = v;
   }

@@ -15,7 +15,7 @@ import { issueToken } from '../../src/auth/tokens.js';
 import type { Store } from '../../src/store/store.js';
 import { describeEachStore } from '../helpers/stores.js';
 
-const COMMANDS = Number(process.env.PLANTS_FUZZ_COMMANDS ?? 600);
+const COMMANDS = Number(process.env.PLANTS_FUZZ_COMMANDS ?? 250);
 const SEED =
   process.env.PLANTS_FUZZ_SEED === 'random'
     ? Math.floor(Math.random() * 2 ** 31)

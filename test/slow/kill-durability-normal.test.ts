@@ -1,6 +1,6 @@
 // kill -9 under concurrent creates with --durability normal, on every store:
 // normal still survives a crash of the process (not of the machine). The same
-// check with the default durability runs in npm test (test/operations/kill-9-sigterm-and-workers.test.ts);
+// check with the default durability is in kill-9-sigterm-and-workers.test.ts;
 // this one repeats its seconds of load with only the setting changed.
 import { before, it } from '../helpers/requirements.js';
 import { killDuringCreates } from '../helpers/process-load.js';

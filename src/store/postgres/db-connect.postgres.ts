@@ -4,6 +4,8 @@ import { dbCommitDuration, dbQueryDuration, dbUnavailableErrors, metricsOn, trac
 import { StoreUnavailableError } from '../store.js';
 import { errorChain } from '../error-causes.js';
 import { ConfigError, type PostgresConfig } from '../../config.js';
+import { tracing } from '../../tracing/tracing.js';
+import { tracedClient } from './traced-client.postgres.js';
 
 export interface PgPoolOverrides {
   max?: number;
@@ -54,10 +56,13 @@ export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides 
   // database's settings (ALTER ROLE ... SET), and the client-side limit below
   // still holds.
   const direct = config.pooler === 'none';
+  const traces = tracing();
+  const client = direct ? pg.Client : UnnamedStatementsClient;
   const pool = new pg.Pool({
     connectionString: config.url,
     max: overrides.max ?? config.poolSize,
-    ...(direct ? { statement_timeout: statementTimeout } : { Client: UnnamedStatementsClient }),
+    ...(direct && { statement_timeout: statementTimeout }),
+    ...((traces || !direct) && { Client: traces ? tracedClient(client, traces) : client }),
     // statement_timeout is enforced by the server, which never sees the query
     // when the network drops packets; this client-side limit turns such a hang
     // into a 503 a second after the server would have given up.

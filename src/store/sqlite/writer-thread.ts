@@ -1,5 +1,7 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
+import { DB_OPERATION_NAME, DB_SYSTEM_NAME } from '../../tracing/attributes.js';
+import { tracing } from '../../tracing/tracing.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
 import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
@@ -174,6 +176,18 @@ export class WriterThread implements WriterProbe {
   }
 
   run<Op extends WriteOp>(op: Op): Promise<WriteResults[Op['kind']]> {
+    const traces = tracing();
+    if (traces === undefined) return this.#run(op);
+    // Timed here, around the round trip: the commit it waits for is the writer thread's, shared with other writes.
+    return traces.child(
+      `sqlite ${op.kind}`,
+      'internal',
+      { [DB_SYSTEM_NAME]: 'sqlite', [DB_OPERATION_NAME]: op.kind },
+      () => this.#run(op),
+    );
+  }
+
+  #run<Op extends WriteOp>(op: Op): Promise<WriteResults[Op['kind']]> {
     const refusal = this.#refusal();
     if (refusal) return Promise.reject(refusal);
     this.poll();
