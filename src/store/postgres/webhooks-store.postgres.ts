@@ -76,10 +76,12 @@ const GET = {
     FROM webhook_endpoints WHERE id = $1::text`,
 } as const;
 
-// Events of the log one fan-out step passes at most, and the steps of one
-// claim: a step stays short, and a claim catches up with 64k events.
-const FAN_OUT_EVENTS = 4096;
+// Events of the log one fan-out step passes at most; a claim takes steps
+// until it has made FAN_OUT_DELIVERIES deliveries or passed FAN_OUT_STEPS
+// steps, so that each statement and each claim stay short.
+const FAN_OUT_EVENTS = 1024;
 const FAN_OUT_STEPS = 16;
+const FAN_OUT_DELIVERIES = 4096;
 /**
  * One step of the fan-out: gives the readable events after the position to
  * the endpoints subscribed (active, of the event's owner, listing its type,
@@ -119,7 +121,7 @@ const FAN_OUT = {
       WHERE e.id = n.endpoint_id
       RETURNING e.id, e.pending
     )
-    SELECT (SELECT count(*) FROM moved)::int AS moved,
+    SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT count(*) FROM ins)::int AS added,
       coalesce((SELECT array_agg(id) FROM counted WHERE pending > $1::int8), '{}') AS overfull`,
 } as const;
 /**
@@ -313,14 +315,16 @@ export class PostgresOutboxStore implements OutboxStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
-    for (let step = 0; step < FAN_OUT_STEPS; step++) {
+    let added = 0;
+    for (let step = 0; step < FAN_OUT_STEPS && added < FAN_OUT_DELIVERIES; step++) {
       const { rows } = await writeWithClient(this.pool, (client) =>
-        client.query<{ moved: number; overfull: string[] }>({ ...FAN_OUT, values: [o.maxPending] }),
+        client.query<{ moved: number; added: number; overfull: string[] }>({ ...FAN_OUT, values: [o.maxPending] }),
       );
       for (const id of rows[0]!.overfull) {
         await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
       }
       if (rows[0]!.moved === 0) break;
+      added += rows[0]!.added;
     }
     const claim = randomBytes(12).toString('base64url');
     const owners = [...o.busyOwners.keys()];

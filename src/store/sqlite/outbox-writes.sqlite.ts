@@ -68,10 +68,13 @@ const SUBSCRIBED = `e.owner = ev.owner AND e.disabled_at IS NULL AND ev.id > e.f
   AND instr(' ' || e.events || ' ', ' ' || ev.type || ' ') > 0`;
 /** The next attempt of a failed delivery: past every clock (the largest time a Date holds). */
 export const NEVER_DUE = 8_640_000_000_000_000;
-// Events of the log one fan-out step passes at most, and the steps of one
-// claim: a step stays short, and a claim catches up with 64k events.
-const FAN_OUT_EVENTS = 4096;
+// Events of the log one fan-out step passes at most; a claim takes steps
+// until it has made FAN_OUT_DELIVERIES deliveries or passed FAN_OUT_STEPS
+// steps: it stays a short write on the writer thread (a few ms), while the
+// events of owners without an endpoint cost only the bounds of each step.
+const FAN_OUT_EVENTS = 1024;
 const FAN_OUT_STEPS = 16;
+const FAN_OUT_DELIVERIES = 4096;
 
 /** Fan-out, claims, settlements and endpoint disabling, as plain statements; the caller owns the transaction. */
 export function outboxWriter(db: Database.Database) {
@@ -174,18 +177,20 @@ export function outboxWriter(db: Database.Database) {
       if (last > from) moveTo.run(last);
       return;
     }
-    let added = false;
-    for (let step = 0; step < FAN_OUT_STEPS; step++) {
+    let added = 0;
+    for (let step = 0; step < FAN_OUT_STEPS && added < FAN_OUT_DELIVERIES; step++) {
       const to = stepEnd.get(from, FAN_OUT_EVENTS);
       if (to === null || to === undefined) break;
       const counts = new Map<string, number>();
       for (const endpoint of fanOut.all({ from, to })) counts.set(endpoint, (counts.get(endpoint) ?? 0) + 1);
-      for (const [endpoint, n] of counts) countIn.run(n, endpoint);
-      if (counts.size > 0) added = true;
+      for (const [endpoint, n] of counts) {
+        countIn.run(n, endpoint);
+        added += n;
+      }
       moveTo.run(to);
       from = to;
     }
-    if (!added) return;
+    if (added === 0) return;
     for (const id of overfull.all(maxPending)) {
       disableEndpoint(id, tooManyPendingReason(maxPending, new Date(now)), now);
     }
