@@ -214,6 +214,10 @@ export const sqliteMigrations: Record<string, Migration> = {
         last_error      TEXT,
         failed_at       INTEGER
       )`.execute(db);
+      // Each delivery finds its event through this index, for the copy below only.
+      await sql`CREATE INDEX plant_events_upgrade ON plant_events (owner, plant_id, occurred_at) WHERE id < 0`.execute(
+        db,
+      );
       await sql`INSERT INTO webhook_deliveries_next
           (seq, event_id, endpoint_id, event, attempts, next_attempt_at, claim, last_error, failed_at)
         SELECT d.seq, d.event_id, d.endpoint_id,
@@ -222,6 +226,7 @@ export const sqliteMigrations: Record<string, Migration> = {
              AND p.name IS d.name AND p.tag IS d.tag AND p.occurred_at = d.occurred_at),
           d.attempts, d.next_attempt_at, d.claim, d.last_error, d.failed_at
         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id`.execute(db);
+      await sql`DROP INDEX plant_events_upgrade`.execute(db);
       await sql`DROP TABLE webhook_deliveries`.execute(db);
       await sql`ALTER TABLE webhook_deliveries_next RENAME TO webhook_deliveries`.execute(db);
       await sql`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)`.execute(
