@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import type { CommandContext, ShutdownSignal } from './args.js';
 import { logStream } from './log-stream.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
+import { workersNotReady } from './cluster-readiness.js';
 import { exitCodeFor, forceHint, onShutdownSignals } from './shutdown-signals.js';
 import { openCommandStore } from './store.js';
 import { logStoreLine, storeLocation } from './store-location.js';
@@ -105,6 +106,11 @@ class Workers {
     if (this.stopping) return 'the server is shutting down';
     const listening = [...this.live].filter((w) => this.everListened.has(w)).length;
     return listening < this.config.workers ? `${listening} of ${this.config.workers} workers are listening` : undefined;
+  }
+
+  /** Why /readyz is not ready: a worker not listening, or one whose own /readyz is not ready. */
+  async notReadyNow(): Promise<string | undefined> {
+    return this.notReady() ?? (await workersNotReady(this.live));
   }
 
   /** Forks the workers; resolves with the exit code once they have all exited and `close` has run. */
@@ -225,13 +231,15 @@ class Workers {
 /**
  * The primary's admin listener: /metrics sums every worker's metrics (the
  * workers record; the primary asks each over IPC), /readyz is ready while
- * every worker listens and the store answers.
+ * every worker listens and is ready by its own /readyz (asked over IPC too:
+ * a disk that filled is seen by the workers, which write), and the store
+ * answers.
  */
 async function startPrimaryAdmin(
   config: Readonly<Config>,
   log: Logger,
   store: Store,
-  workers: Pick<Workers, 'notReady'>,
+  workers: Pick<Workers, 'notReady' | 'notReadyNow'>,
 ): Promise<FastifyInstance> {
   // A scrape while workers start (or stop) is expected: 503, and one info line per start.
   let toldStarting = false;
@@ -255,7 +263,7 @@ async function startPrimaryAdmin(
         }
       },
       ready: async () => {
-        const why = workers.notReady();
+        const why = await workers.notReadyNow();
         if (why !== undefined) throw errors.unavailable(why);
         await store.ping();
       },

@@ -8,6 +8,7 @@ import { errors } from '../http/errors.js';
 import { metricsText } from '../metrics/metrics.js';
 import { DeliveryLoop } from '../outbox/delivery-loop.js';
 import { ClusterEventSignal } from './cluster-events.js';
+import { answerReadiness } from './cluster-readiness.js';
 import { readKeyFile } from '../outbox/secret-box.js';
 import { commandSettingsRead, type ArgValues, type Command, type CommandContext } from './args.js';
 import { announceCurl, announceToken, baseUrl, bootstrapToken, logTokenHint, usableTokenCount } from './bootstrap.js';
@@ -63,6 +64,8 @@ interface Running {
   store: Store;
   /** With --workers on a store with no signal of its own: the workers' channel. */
   eventSignal: EventSignal | undefined;
+  /** With --workers: stops answering the primary's readiness questions. */
+  stopAnswering: () => void;
   deliveries: DeliveryLoop;
   /** Settles once the public listener is up (or failed). */
   listening: Promise<unknown>;
@@ -110,6 +113,7 @@ async function start(
       app,
       store,
       eventSignal,
+      stopAnswering: cluster.isWorker ? answerReadiness(app) : () => {},
       deliveries: deliveryLoop(config, store, app),
       // Signals are handled from before listen: a supervisor may send SIGTERM as
       // soon as it sees the "listening" line, before listen() has returned here.
@@ -198,6 +202,7 @@ function shutdownOnSignals(
           await running.listening.catch(() => {});
           await Promise.all([app.close(), running.deliveries.stop()]);
           await running.eventSignal?.close();
+          running.stopAnswering();
           await (await running.admin.catch(() => undefined))?.close();
           await running.store.close();
           // The last spans are sent before the process exits.

@@ -141,6 +141,13 @@ export const eventStreamsClosedSlow = new Counter({
   registers: [registry],
 });
 
+export const eventStreamsEndedWithCredentials = new Counter({
+  name: 'plant_store_event_streams_credentials_ended_total',
+  help: 'Live event streams ended because their credentials did: the token revoked or expired, or its read scope gone.',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const logLinesDropped = new Counter({
   name: 'plant_store_log_lines_dropped_total',
   help: 'Log lines dropped because stdout refused them (disk full, a closed pipe, an I/O error) or fell too far behind.',

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import { unusableReason } from '../auth/tokens.js';
+import { eventStreamsEndedWithCredentials } from '../metrics/metrics.js';
 import type { Scope, TokenStore } from '../store/store.js';
 
 /** Why a stream's credentials ended: what the stream's last event says. */
@@ -98,6 +99,7 @@ export class StreamCredentials {
   #end(watched: Watched, reason: CredentialsEnd): void {
     if (!this.#watched.has(watched)) return;
     this.#forget(watched);
+    eventStreamsEndedWithCredentials.inc({ reason });
     watched.end(reason);
   }
 }

@@ -24,6 +24,7 @@ import Database from 'better-sqlite3';
 import { expectErrorBody } from '../helpers/pg.js';
 import { after, before, describe, it, needs, requirement } from '../helpers/requirements.js';
 import {
+  adminUrlOf,
   httpRequest,
   listAllNames,
   serveArgs,
@@ -282,11 +283,16 @@ describe('SQLite store faults', () => {
       await diskFull([], (server, answer) => readyAfterFirstWrite(server, answer, 1));
     });
 
-    it('disk full with --workers 2: every worker is ready again within 1 s of the first write that succeeds', async () => {
+    it('disk full with --workers 2: every worker is ready again within 1 s of the first write that succeeds, and so is the admin port', async () => {
       // A load balancer's health checks ask all along, as they would in production.
       let checking = true;
       let checks: Promise<void> | undefined;
-      await diskFull(['--workers', '2'], async (server, answer) => {
+      await diskFull(['--workers', '2', '--admin-port', '0'], async (server, answer) => {
+        // The primary's admin /readyz asks the workers, which are the ones that write.
+        const admin = await adminUrlOf(server);
+        const notReady = await httpRequest(`${admin}/readyz`);
+        expectErrorBody(notReady, 503, 'admin /readyz on a full disk');
+        assert.match(notReady.body, /worker \d/);
         checks = (async () => {
           while (checking) {
             await readyz(server);
@@ -297,6 +303,8 @@ describe('SQLite store faults', () => {
           // Two workers take connections in turn: 4 in a row is each of them twice. Each worker is ready within 1 s;
           // the four answers in a row that show it for both get another second on a loaded machine.
           await readyAfterFirstWrite(server, answer, 4, 2000);
+          const ready = await httpRequest(`${admin}/readyz`);
+          assert.equal(ready.status, 200, `admin /readyz once every worker is ready: ${ready.body}`);
         } finally {
           checking = false;
           await checks;

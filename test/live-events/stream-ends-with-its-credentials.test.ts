@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { readEventStream, type ServerSentEvent } from '../../packages/client/src/event-stream.js';
 import { issueToken } from '../../src/auth/tokens.js';
+import { eventStreamsEndedWithCredentials } from '../../src/metrics/metrics.js';
 import { CredentialsEndedError, PlantStoreClient } from '../../src/client/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { AUDIENCE, TestIssuer } from '../helpers/jwt-issuer.js';
@@ -55,6 +56,10 @@ async function endOf(stream: Opened, ms: number): Promise<number> {
   return at;
 }
 
+/** How many streams of this process have ended for this reason. */
+const endedFor = async (reason: string) =>
+  (await eventStreamsEndedWithCredentials.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+
 /** The stream's last event is `unauthorized` with this reason. */
 function endedWith(stream: Opened, reason: string): void {
   const last = stream.events.at(-1);
@@ -93,6 +98,7 @@ describeEachStore('a live stream whose token is revoked', (fx) => {
     const stream = await openStream(s.base, token);
     assert.equal(await create(s.base, writer, 1), 200);
     while (stream.events.length === 0) await delay(10);
+    const endedBefore = await endedFor('revoked');
     const revoke = await runCli(['token', 'revoke', id, '--db', fx.db]);
     assert.equal(revoke.code, 0, revoke.stderr);
     const revokedAt = Date.now();
@@ -103,6 +109,11 @@ describeEachStore('a live stream whose token is revoked', (fx) => {
       ['plant.created', 'unauthorized'],
     );
     endedWith(stream, 'revoked');
+    assert.equal(
+      await endedFor('revoked'),
+      endedBefore + 1,
+      'counted in plant_store_event_streams_credentials_ended_total',
+    );
     // A write after the end reaches no one, and the token opens no new stream.
     assert.equal(await create(s.base, writer, 2), 200);
     const again = await fetch(`${s.base}/plants/events`, { headers: { authorization: `Bearer ${token}` } });
@@ -176,6 +187,7 @@ describeEachStore(
     it('ends within 1 s of the token losing plants:read in the database', T, async () => {
       const { token, record } = await issueToken(s.store.tokens, { owner: 'scope-lost' });
       const stream = await openStream(s.base, token);
+      const endedBefore = await endedFor('scope');
       // Another connection to the file, as an operator's tool would use.
       const db = new Database(fx.db);
       try {
@@ -187,6 +199,7 @@ describeEachStore(
       const endedAt = await endOf(stream, 3000);
       assert.ok(endedAt - changedAt <= WITHIN_MS, `ended ${endedAt - changedAt} ms after the change`);
       endedWith(stream, 'scope');
+      assert.equal(await endedFor('scope'), endedBefore + 1);
     });
 
     it('makes watchPlants throw CredentialsEndedError once, without reconnecting', T, async () => {

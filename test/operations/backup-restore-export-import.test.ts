@@ -12,6 +12,7 @@ import {
   CLI_PATH,
   cleanEnv,
   cliToken,
+  delay,
   httpRequest,
   listAllNames,
   migrateWithCli,
@@ -61,6 +62,8 @@ describe('backup and restore (SQLite)', () => {
         const name = `p${n++}`;
         const res = await httpRequest(`${server.url}/plants`, { method: 'POST', token, json: { id: n * 7, name } });
         if (res.status === 200) acked.push(name);
+        // Writes go on all through the backup, at a pace that leaves the machine to the copy.
+        await delay(5);
       }
     });
     while (acked.length < 300) await new Promise((r) => setTimeout(r, 20));

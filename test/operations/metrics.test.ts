@@ -12,7 +12,6 @@ import {
   httpRequest,
   runCli,
   serveArgs,
-  startServer,
   stopGracefully,
   tokensIn,
   useProcessCleanup,
@@ -20,52 +19,10 @@ import {
   type ServerProcess,
 } from '../helpers/server.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
+import { parseExposition, requests, scrape, valueOf, type Sample } from '../helpers/metrics-scrape.js';
 import { exchange, trickle } from '../helpers/raw-socket.js';
 
 const promtool = await requirement('promtool (Debian package prometheus)', commandProbe('promtool'));
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** The samples of a Prometheus text exposition (enough of the format for our own output). */
-function parseExposition(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    assert.ok(m, `not a sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-/** The value of the one sample with exactly these labels, or undefined. */
-function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const want = Object.entries(labels);
-  const found = samples.filter(
-    (s) => s.name === name && Object.keys(s.labels).length === want.length && want.every(([k, v]) => s.labels[k] === v),
-  );
-  assert.ok(found.length <= 1, `several samples ${name} ${JSON.stringify(labels)}`);
-  return found[0]?.value;
-}
-
-const requests = (method: string, route: string, status: number) => ({
-  method,
-  route,
-  status_code: String(status),
-});
-
-async function scrape(adminUrl: string): Promise<{ text: string; samples: Sample[] }> {
-  const res = await httpRequest(`${adminUrl}/metrics`);
-  assert.equal(res.status, 200, res.body);
-  assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4; charset=utf-8$/);
-  return { text: res.body, samples: parseExposition(res.body) };
-}
 
 /** Sends a request line and raw headers over a socket; resolves with the status line's code (0: none). */
 async function rawStatus(port: number, head: string): Promise<number> {
@@ -265,51 +222,6 @@ describeOnStore('sqlite', 'malformed-request counter and timeouts', (fx) => {
         405,
       );
       assert.equal(connects((await scrape(admin)).samples) - before, 1);
-    } finally {
-      await stopGracefully(server);
-    }
-  });
-});
-
-describeOnStore('sqlite', 'metrics with --workers 2', (fx) => {
-  useProcessCleanup();
-
-  it('one scrape of the primary returns the sums over all workers', async () => {
-    // --access-log: the request lines name the worker that served each request.
-    const server = await startServer(serveArgs(fx.db, '--workers', '2', '--admin-port', '0', '--access-log'), {
-      listeners: 2,
-    });
-    try {
-      const admin = await adminUrlOf(server);
-      const token = tokensIn(server.stderr)[0]!;
-      const n = 40;
-      // A new connection per request: the cluster hands connections to the workers in turn.
-      for (let i = 0; i < n; i++)
-        assert.equal((await httpRequest(`${server.url}/plants?limit=1`, { token })).status, 200);
-      // Request lines reach stdout within a second (the log is buffered).
-      const servedBy = () =>
-        new Set(
-          server
-            .logLines()
-            .filter((l) => l.msg === 'request completed' && l.url === '/plants?limit=1')
-            .map((l) => l.pid),
-        );
-      await server.waitForOutput(() => servedBy().size === 2, 5000);
-
-      const { text, samples } = await scrape(admin);
-      assert.equal(
-        valueOf(samples, 'plant_store_http_request_duration_seconds_count', requests('GET', '/plants', 200)),
-        n,
-      );
-      if (promtool === undefined) {
-        const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-        assert.equal(r.status, 0, `promtool on the summed metrics: ${r.stdout}${r.stderr}`);
-      }
-      // Process metrics are summed too: two workers' memory.
-      assert.ok(valueOf(samples, 'process_resident_memory_bytes')! > 20_000_000);
-      const ready = await httpRequest(`${admin}/readyz`);
-      assert.equal(ready.status, 200, ready.body);
-      assert.equal((await httpRequest(`${server.url}/metrics`, { token })).status, 404);
     } finally {
       await stopGracefully(server);
     }
