@@ -177,7 +177,6 @@ function foreign(): boolean {
 function commit(ops: WriteOp[]): Outcome[] {
   const c = gone() ?? connect();
   if (!('db' in c)) return ops.map(() => ({ ok: false, error: c }));
-  c.plants.newBatch();
   const outcomes: Outcome[] = c.writes
     .commitNow(ops.map((op) => () => c.write(op)))
     .map((s) => (s.ok ? s : { ok: false, error: failure(s.error) }));
