@@ -245,7 +245,7 @@ describe('SQLite store faults', () => {
           // The worker that answers may be the other one, still committing into log space it already has
           // (the log is written from its start again once checkpointed): it is not ready once its writes fail too.
           let more = 50_000;
-          await eventually(async () => (await answer(more++)).status === 503 && (await readyz(server)) === 503, 5000, {
+          await eventually(async () => (await answer(more++)).status === 503 && (await readyz(server!)) === 503, 5000, {
             stepMs: 20,
             what: '/readyz to answer 503 on a full disk',
           });
