@@ -4,14 +4,16 @@
 //
 //   npm run bench:live -- [--samples N] [--pg URL] [--poll-ms MS]
 //
-// Setups: SQLite with --workers 2, and with --pg also two instances on one
-// PostgreSQL database and one instance with --workers 2. With --workers the
+// Setups, on SQLite and with --pg also on PostgreSQL: the stream on the
+// process that wrote (for comparison), two instances on one file or
+// database, and one instance with --workers 2. The load average is printed
+// with the figures: on a busy machine the lag is mostly waiting for a core. With --workers the
 // process that answered is told by the X-Request-Id prefix, which is per
 // process: only creates answered by the worker that does not hold the stream
 // count.
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { issueToken } from '../src/auth/tokens.js';
@@ -142,28 +144,42 @@ async function setup(name: string, db: string, token: string, instances: string[
   }
 }
 
-console.log(`create-to-event lag on another process, ms (poll every ${o['poll-ms']} ms)`);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+console.log(`create-to-event lag on another process, ms (poll every ${o['poll-ms']} ms; load average ${load()})`);
 console.log(`${'setup'.padEnd(28)} samples     p50     p99     max`);
+// The first of each store, for comparison: the stream on the process that wrote, which needs no word between processes.
+const SETUPS = [
+  ['same process', [[]], true],
+  ['2 instances', [[], []], false],
+  ['--workers 2', [['--workers', '2']], false],
+] as const;
 const dir = mkdtempSync(join(tmpdir(), 'plant-lag-'));
 try {
-  const file = join(dir, 'plants.db');
-  const store = await openStore({ db: file, durability: 'full', pgPoolSize: 1, pgStatementTimeoutMs: 0 });
-  const { token } = await issueToken(store.tokens, { owner: 'lag' }).finally(() => store.close());
-  await setup('sqlite --workers 2', file, token, [['--workers', '2']]);
+  for (const [name, instances, same] of SETUPS) {
+    // A file of its own each time: one setup's processes never hear another's.
+    const file = join(dir, `${name.replace(/\W+/g, '-')}.db`);
+    const store = await openStore({ db: file, durability: 'full', pgPoolSize: 1, pgStatementTimeoutMs: 0 });
+    const { token } = await issueToken(store.tokens, { owner: 'lag' }).finally(() => store.close());
+    await setup(
+      `sqlite, ${name}`,
+      file,
+      token,
+      instances.map((a) => [...a]),
+      same,
+    );
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 if (o.pg) {
-  // The first, for comparison: the stream on the process that wrote, which needs no word between processes.
-  for (const [name, instances, same] of [
-    ['postgres, same process', [[]], true],
-    ['postgres, 2 instances', [[], []], false],
-    ['postgres --workers 2', [['--workers', '2']], false],
-  ] as const) {
+  for (const [name, instances, same] of SETUPS) {
     const db = await scratchDatabase(o.pg, 1, 0);
     try {
       await setup(
-        name,
+        `postgres, ${name}`,
         db.url,
         db.tokens[0]!,
         instances.map((a) => [...a]),
@@ -174,3 +190,4 @@ if (o.pg) {
     }
   }
 }
+console.log(`load average at the end: ${load()}`);

@@ -1,5 +1,6 @@
 // The Markdown report: the tables, the targets, and whether the load generator could have limited the numbers.
 import { cpus, release } from 'node:os';
+import type { EventPathCost } from './event-path.js';
 import { DURABLE_TARGET, P99_RATIO, type Scenario } from './scenarios.js';
 
 /**
@@ -34,6 +35,8 @@ export interface RunInfo {
   /** Share of the CPUs' time in use by other work in the `seconds` just before the run. */
   busy: { share: number; seconds: number };
   fsync: [p50: number, p99: number];
+  /** CPU µs per create of the live-event calls (event-path.ts). */
+  eventPath: EventPathCost[];
   pgHost?: string | undefined;
   /** The other build's executable (--compare). */
   compare?: string | undefined;
@@ -84,6 +87,24 @@ function generatorCheck({ scenario, s, r }: Best): string {
   if (!scenario.pgbench && r.rps / s.rps >= 1.15)
     return `busy (${pct} %) at the baseline's rate, which is ${x(r.rps / s.rps)} the service's: not the service's limit`;
   return `**may be the limit**: ${pct} % of its CPU at the ${at}'s rate; ratios are upper bounds`;
+}
+
+/** The rule that live events cost nothing with no stream open, in figures. */
+function eventPathLine(costs: EventPathCost[], create: Round | undefined): string {
+  const each = (listened: boolean) =>
+    costs
+      .filter((c) => c.listened === listened)
+      // Below zero is the noise of the two loops timed.
+      .map((c) => `${Math.max(0, c.us).toFixed(2)} µs with ${c.perTurn} create${c.perTurn > 1 ? 's' : ''} a turn`)
+      .join(', ');
+  const worst = Math.max(0, ...costs.filter((c) => !c.listened).map((c) => c.us));
+  const share = create
+    ? ` (${((100 * worst) / create.cpu[0]!).toFixed(1)} % of the service's ${int(create.cpu[0]!)} µs per create above)`
+    : '';
+  return (
+    `Live events, CPU per create of what its answer does for them (bench/event-path.ts: the feed's wake and the word to the other processes on the file): ` +
+    `with no stream open on any process ${each(false)}${share}; with a stream open on another process, which gets one 1-byte write into the signal folder per turn of the event loop, ${each(true)}. A list does nothing for them.`
+  );
 }
 
 export function report(outcomes: Outcome[], run: RunInfo): string {
@@ -164,6 +185,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       `**The machine was busy before the run began** (${busy} % of its CPU time in use): neither server reached its own rate, so compare CPU µs/request rather than req/s, and run again on a quiet machine.`,
       '',
     );
+  lines.push(eventPathLine(run.eventPath, all.find((o) => o.scenario.name === 'create')?.s), '');
   const logged = outcomes.reduce((n, o) => n + o.logBytes, 0);
   const served = total('requests', ...outcomes.map((o) => o.service));
   lines.push(

@@ -8,6 +8,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { eventPathCost } from './event-path.js';
 import { startIssuer } from './jwt.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { runLoad, wrkVersion } from './load.js';
@@ -231,6 +232,8 @@ const fsyncs = Array.from({ length: 200 }, (_, i) => {
   return performance.now() - t0;
 });
 fs.closeSync(fd);
+// Live events with no stream open: what a create's answer does for them, with 1 and with 8 creates answered per turn.
+const eventPath = await eventPathCost(dir, [1, 8]);
 
 const pinning = unpinned ? `not pinned: ${unpinned}` : 'servers on CPU 0, load generator on CPU 1';
 const chosen = scenarios.map((s) => s.name).join(', ');
@@ -252,6 +255,7 @@ const md = report(outcomes, {
   serviceFlags,
   busy,
   fsync: [percentile(fsyncs, 0.5), percentile(fsyncs, 0.99)],
+  eventPath,
   pgHost: o.pg && new URL(o.pg).host,
   compare: o.compare,
 });

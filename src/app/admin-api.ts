@@ -11,6 +11,7 @@ import {
   checkEvents,
   checkWebhookUrl,
   listWebhooks,
+  redeliverWebhook,
   removeWebhook,
   testWebhook,
 } from '../manage/webhooks.js';
@@ -19,6 +20,7 @@ import {
   ADMIN_EVENT_TYPES,
   AdminTokenList,
   AdminWebhookList,
+  AdminWebhookRedelivery,
   AdminWebhookTest,
   CreatedAdminToken,
   CreatedAdminWebhook,
@@ -255,6 +257,22 @@ export async function registerAdminApi(
         },
       },
       managed(async (request) => testWebhook(store.webhooks, settings, request.params.id)),
+    );
+    api.post<{ Params: { id: string } }>(
+      '/admin/webhooks/:id/redeliver',
+      {
+        schema: {
+          tags: ['webhooks'],
+          summary: 'Queue the failed deliveries of an endpoint again',
+          description:
+            'Every delivery of the endpoint that was given up after its last failed attempt (and is still kept: ' +
+            '--events-retention-ms since) is queued again, due at once, oldest event first, with the same ' +
+            "webhook-id; the endpoint's backoff ends. A running server sends them. Answers how many were queued.",
+          params: IdParams,
+          response: { 200: AdminWebhookRedelivery, ...errorResponses },
+        },
+      },
+      managed(async (request) => redeliverWebhook(store.webhooks, request.params.id)),
     );
   });
 }

@@ -237,13 +237,13 @@ async function assemble(
     },
     app.log,
     new StreamCredentials(store.tokens, 'plants:read', app.log),
+    eventSignal,
   );
   // Its timers run from now on: stopped, and its streams ended, as closing
   // begins (so that open streams do not hold the server open), also when a
   // later step of the build fails.
-  const deaf = eventSignal?.listen(() => feed.wake());
+  eventSignal?.start();
   app.addHook('preClose', (done) => {
-    deaf?.();
     feed.close();
     done();
   });

@@ -83,7 +83,7 @@ const MAX_MESSAGES = 3;
  * is checked as the element schema alone would check it; an array element by
  * element, each message led by the element's place and field (/2/name).
  */
-function oneOrBatch(one: TSchema, maxItems: number): (input: unknown) => { value: unknown } | { error: Error } {
+function oneOrBatch(one: TSchema, maxItems: number): (input: unknown) => Validated {
   const single = compile(one, 'body');
   const check = TypeCompiler.Compile(one);
   const convert = textConverter(one, 'body');
@@ -116,12 +116,20 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
   return batch ? oneOrBatch(batch.one, batch.maxItems) : compile(schema, part);
 };
 
-function compile(schema: TSchema, part: Part): (input: unknown) => { value: unknown } | { error: Error } {
+/**
+ * What a validator answers: the value the request part becomes, or `true`
+ * when the part stays as it is. Headers are checked but never replaced:
+ * Fastify would keep a replacement beside the raw headers and copy both into
+ * a new object on every later read of request.headers.
+ */
+type Validated = { value: unknown } | { error: Error } | true;
+
+function compile(schema: TSchema, part: Part): (input: unknown) => Validated {
   const check = TypeCompiler.Compile(schema);
   const convert = textConverter(schema, part);
   return (input: unknown) => {
     const value = convert ? convert(input) : input;
-    if (check.Check(value)) return { value };
+    if (check.Check(value)) return part === 'headers' ? true : { value };
     // No query schema takes a list, so a parameter given twice fails the check: say why.
     const repeated = part === 'querystring' ? repeatedKey(input) : undefined;
     if (repeated !== undefined)

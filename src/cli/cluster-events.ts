@@ -9,8 +9,8 @@ const isWord = (message: unknown): boolean =>
 
 /**
  * The workers of `serve --workers N` telling each other of new events, for a
- * store with no way of its own (SQLite, or PostgreSQL behind a transaction
- * pooler): after a write, one small IPC message per turn of the event loop
+ * store with no way of its own (PostgreSQL behind a transaction pooler):
+ * after a write, one small IPC message per turn of the event loop
  * goes to the primary, which passes it on to every other worker (see
  * relayEventWord), whose streams then look at once.
  */
@@ -23,6 +23,10 @@ export class ClusterEventSignal implements EventSignal {
 
   constructor() {
     process.on('message', this.#onMessage);
+  }
+
+  start(): void {
+    // The primary's channel is there from the fork on.
   }
 
   announce(): void {

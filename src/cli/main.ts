@@ -17,6 +17,7 @@ import { tokenRevoke } from './token-revoke.js';
 import { packageVersion } from './version.js';
 import { webhookAdd } from './webhook-add.js';
 import { webhookList } from './webhook-list.js';
+import { webhookRedeliver } from './webhook-redeliver.js';
 import { webhookRemove } from './webhook-remove.js';
 import { webhookTest } from './webhook-test.js';
 
@@ -31,6 +32,7 @@ export const COMMANDS: readonly Command[] = [
   webhookRemove,
   configCommand,
   webhookTest,
+  webhookRedeliver,
   migrate,
   backup,
   restore,

@@ -62,7 +62,7 @@ export function serveSettings(
 interface Running {
   app: FastifyInstance;
   store: Store;
-  /** With --workers on a store with no signal of its own: the workers' channel. */
+  /** With --workers on a store with no signal of its own (behind a transaction pooler): the workers' channel. */
   eventSignal: EventSignal | undefined;
   /** With --workers: stops answering the primary's readiness questions. */
   stopAnswering: () => void;
@@ -102,7 +102,7 @@ async function start(
     await stopTracing();
     throw error;
   });
-  // The store's own signal (PostgreSQL's LISTEN) reaches the other workers too.
+  // The store's own signal (PostgreSQL's LISTEN, SQLite's signal folder) reaches the other workers too.
   const eventSignal = cluster.isWorker && !store.eventSignal ? new ClusterEventSignal() : undefined;
   let app: FastifyInstance | undefined;
   try {

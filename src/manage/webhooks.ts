@@ -1,5 +1,5 @@
 // Webhook endpoint management, the one home of what `plant-store webhook
-// add|list|remove|test` and the admin API's /admin/webhooks do.
+// add|list|remove|test|redeliver` and the admin API's /admin/webhooks do.
 import { randomBytes } from 'node:crypto';
 import { webhookKeyPath, type Config } from '../config.js';
 import { refusedAddresses } from '../outbox/address-guard.js';
@@ -110,6 +110,24 @@ export async function listWebhooks(
 
 export async function removeWebhook(webhooks: WebhookStore, id: string): Promise<void> {
   if (!(await webhooks.remove(id))) throw new ManageError('not-found', `no webhook endpoint has the id ${shownId(id)}`);
+}
+
+export interface WebhookRedelivery {
+  id: string;
+  /** Failed deliveries queued again. */
+  redelivered: number;
+}
+
+/**
+ * Queues every failed delivery of an endpoint again (each given up after its
+ * last attempt, and kept for --events-retention-ms since): a running
+ * server's delivery loop sends them, oldest event first, signed with the
+ * same webhook-id as before. 0 when none failed, or the endpoint is disabled.
+ */
+export async function redeliverWebhook(webhooks: WebhookStore, id: string): Promise<WebhookRedelivery> {
+  const redelivered = await webhooks.redeliver(id);
+  if (redelivered === undefined) throw new ManageError('not-found', `no webhook endpoint has the id ${shownId(id)}`);
+  return { id, redelivered };
 }
 
 export interface WebhookTestResult {

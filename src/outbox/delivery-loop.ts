@@ -286,7 +286,7 @@ export class DeliveryLoop {
             { webhook: { ...context, status, error: result.error, durationMs } },
             `webhook attempt failed; giving up after ${d.attempt} attempts`,
           );
-          await this.#settle(d, { kind: 'drop', error: result.error });
+          await this.#settle(d, { kind: 'give-up', error: result.error });
           return next;
         }
         webhookDeliveries.inc({ outcome: 'failed' });

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { errors } from '../http/errors.js';
 import { eventStreamsClosedSlow, eventStreamsOpen, eventsSent } from '../metrics/metrics.js';
 import { eventBody } from '../outbox/event-body.js';
-import type { EventLog, PlantEvent } from '../store/store.js';
+import type { EventLog, EventSignal, PlantEvent } from '../store/store.js';
 import type { CredentialsEnd, StreamCredentials } from './stream-credentials.js';
 
 export interface FeedOptions {
@@ -76,8 +76,8 @@ const unauthorized = (reason: CredentialsEnd) =>
  * The live streams of one process, fed from the store's event log. One query
  * (events above the last id seen, of every owner) serves every stream: it
  * runs at once after a write through this process or when another process
- * says it wrote (see EventSignal), and every `pollMs` for what no word
- * reached, only while a stream is open.
+ * says it wrote (see EventSignal, listened to only while a stream is open),
+ * and every `pollMs` for what no word reached, only while a stream is open.
  * A stream that resumes first reads its owner's backlog, up to the id the
  * shared query has reached, then takes the live events; the log shows only
  * events below which no other can appear any more (see EventLog), so
@@ -97,6 +97,8 @@ export class EventFeed {
   #lookingSince: number | undefined;
   #looks = 0;
   #pollTimer: NodeJS.Timeout | undefined;
+  /** Stops listening to the other processes' word; set while streams are open. */
+  #deaf: (() => void) | undefined;
   readonly #keepalive: NodeJS.Timeout;
   readonly #prune: NodeJS.Timeout;
   readonly #slowCheck: NodeJS.Timeout;
@@ -107,6 +109,8 @@ export class EventFeed {
     private readonly options: FeedOptions,
     private readonly logger: FastifyBaseLogger,
     private readonly credentials: StreamCredentials,
+    /** The word between the processes on the store; listened to only while a stream is open. */
+    private readonly signal: EventSignal | undefined,
   ) {
     const beat = Math.max(5, Math.floor(options.keepaliveMs / 2));
     this.#keepalive = setInterval(() => this.#keepAlive(beat), beat).unref();
@@ -203,8 +207,14 @@ export class EventFeed {
     clearInterval(this.#prune);
     clearInterval(this.#slowCheck);
     clearTimeout(this.#pollTimer);
+    this.#deafen();
     this.credentials.close();
     for (const owned of this.#streams.values()) for (const s of owned) s.res.end();
+  }
+
+  #deafen(): void {
+    this.#deaf?.();
+    this.#deaf = undefined;
   }
 
   /** Removes old events; failures are logged and tried again at the next round. */
@@ -219,6 +229,8 @@ export class EventFeed {
   }
 
   #begin(): Promise<void> {
+    // Before the start is read: a word about a write after it wakes the streams.
+    this.#deaf ??= this.signal?.listen(() => this.wake());
     this.#starting ??= this.log.bounds().then(
       ({ newest }) => {
         this.#cursor = newest;
@@ -266,6 +278,7 @@ export class EventFeed {
       // Nothing to feed: forget the position, the next stream starts afresh.
       this.#cursor = undefined;
       this.#starting = undefined;
+      this.#deafen();
       return;
     }
     this.#polling = true;

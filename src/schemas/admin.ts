@@ -115,3 +115,14 @@ export const AdminWebhookTest = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const AdminWebhookRedelivery = Type.Object(
+  {
+    id: Type.String({ description: 'The endpoint' }),
+    redelivered: Type.Integer({
+      minimum: 0,
+      description: 'Failed deliveries queued again: 0 when none had failed, or the endpoint is disabled',
+    }),
+  },
+  { additionalProperties: false },
+);

@@ -232,6 +232,14 @@ export interface WebhookStore {
   remove(id: string): Promise<boolean>;
   /** One endpoint with its sealed signing secret (to sign a test event), or undefined when no endpoint has that id. */
   get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined>;
+  /**
+   * Queues every failed delivery of the endpoint (given up after its last
+   * attempt) again, due at once in the order of its events, with its attempts
+   * counted from 0 and its webhook-id kept; the endpoint's backoff ends unless
+   * a claim holds it. How many were queued, or undefined when no endpoint has
+   * that id.
+   */
+  redeliver(id: string): Promise<number | undefined>;
 }
 
 /**
@@ -289,15 +297,16 @@ export type ClaimEnd = { kind: 'done' } | { kind: 'failed'; delayMs: number } | 
 export type DeliverySettlement =
   | { kind: 'delivered' }
   | { kind: 'retry'; delayMs: number; error: string }
-  /** Given up: the event is dropped. */
-  | { kind: 'drop'; error: string }
+  /** Given up: kept as failed, never claimed again unless redelivered (WebhookStore.redeliver). */
+  | { kind: 'give-up'; error: string }
   /** Not attempted after all (shutting down): due again at once, the attempt not counted. */
   | { kind: 'release' };
 
 /**
- * The transactional outbox. A plant write stores one event, in its own
- * transaction, whatever the number of endpoints; claims fan events out to the
- * endpoints subscribed. Each endpoint is claimed whole, by one process at a
+ * The transactional outbox, over the one event log (EventLog): a plant write
+ * stores one event there, in its own transaction, whatever the number of
+ * endpoints; claims fan the events logged since the last fan-out out to the
+ * endpoints subscribed, as deliveries that refer to them. Each endpoint is claimed whole, by one process at a
  * time, and waits out its own backoff after a failure: its waiting events cost
  * nothing meanwhile.
  */
@@ -345,7 +354,10 @@ export interface PlantEvent {
  * above the last id it saw misses nothing. Events are removed oldest first
  * only, for the whole log (by age) or for one owner (by its cap), and the
  * log remembers the largest id it removed of each: every event of an owner
- * above both marks, up to `newest`, is still there.
+ * above both marks, up to `newest`, is still there. Webhook deliveries fan
+ * out from the same log, and pruning stops below the oldest event they still
+ * need. Ids below 0 hold the events that waited for delivery at the upgrade
+ * to one log: no stream reads them (`newest` is never below 0).
  */
 export interface EventLog {
   /** Events of every owner with an id above `after`, oldest first, at most `limit`. */
@@ -381,12 +393,18 @@ export interface EventLog {
  * hint: nothing is lost when one goes missing, the poll still finds it.
  */
 export interface EventSignal {
-  /** Tells the other processes that this one logged events; calls in one turn of the event loop send one word. */
+  /** Opens the way to the other processes (a server calls it as it starts), so that its first word is not lost. */
+  start(): void;
+  /**
+   * Tells the other processes that this one logged events; calls in one turn
+   * of the event loop send one word, or none where the store can tell that
+   * no other process listens.
+   */
   announce(): void;
   /**
    * Calls `listener` when another process says it logged events, and after
    * the word could not be heard for a while (events may have gone unheard).
-   * Returns what stops it.
+   * A server listens only while it has live streams open. Returns what stops it.
    */
   listen(listener: () => void): () => void;
   close(): Promise<void>;

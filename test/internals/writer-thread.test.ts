@@ -3,10 +3,11 @@
 // connections, a failing statement fails only its own request, and close()
 // commits what is queued before the thread stops.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import type { WriteOp } from '../../src/store/sqlite/plant-writes.sqlite.js';
@@ -88,6 +89,19 @@ describe('SQLite writer thread', () => {
       'every write was visible to another connection when it was answered',
     );
     assert.equal(names('batch').length, 100);
+  });
+
+  it('copies its commits back into the database file on a thread of its own, soon after them', async (t) => {
+    const { thread } = writer(t);
+    // In WAL mode only a checkpoint writes the database file itself.
+    const fileSize = () => statSync(path).size;
+    const before = fileSize();
+    // New pages of plants, yet far fewer log pages than any connection's own checkpoint bound.
+    const name = (i: number) => `plant-${i}-${'x'.repeat(100)}`;
+    await Promise.all(Array.from({ length: 2000 }, (_, i) => thread.run(create('copied', i, name(i)))));
+    const deadline = performance.now() + 5000;
+    while (fileSize() === before && performance.now() < deadline) await sleep(20);
+    assert.ok(fileSize() > before, `the database file stayed at ${before} bytes: nothing was checkpointed`);
   });
 
   it('answers each kind of write with its outcome', async (t) => {

@@ -464,6 +464,26 @@ describeEachStore(
       }
     });
 
+    // Two stores on one file, each with its own file in the signal folder, as two processes have.
+    if (fx.kind === 'sqlite')
+      it('with the poll at 60 s, reaches a stream on another server on the same file within 1 s', T, async () => {
+        const one = await serve(fx, { eventsPollMs: 60_000 });
+        const two = await serve(fx, { eventsPollMs: 60_000 });
+        try {
+          const t = (await issueToken(one.store.tokens, { owner: 'told' })).token;
+          const stream = await Stream.open(two.base, t);
+          for (const [i, name] of ['told at once', 'and again'].entries()) {
+            assert.equal(await create(one, t, i + 1, name), 200);
+            const [event] = await stream.take(1, 1000);
+            assert.match(event?.data ?? 'nothing within 1 s', new RegExp(`"${name}"`));
+          }
+          stream.close();
+        } finally {
+          await one.app.close();
+          await two.app.close();
+        }
+      });
+
     if (fx.kind === 'postgres')
       it(
         'with the poll at 60 s, reaches a stream on another server within 1 s, also after its LISTEN connection was cut',

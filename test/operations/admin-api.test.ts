@@ -11,11 +11,13 @@ import { Webhook } from 'standardwebhooks';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../../src/app/admin.js';
 import { buildApp } from '../../src/app/app.js';
+import { DeliveryLoop } from '../../src/outbox/delivery-loop.js';
 import { ADMIN_EVENT_TYPES, ADMIN_SCOPES } from '../../src/schemas/admin.js';
-import { SCOPES, WEBHOOK_EVENT_TYPES } from '../../src/store/store.js';
+import { SCOPES, WEBHOOK_EVENT_TYPES, type Store } from '../../src/store/store.js';
 import pino from 'pino';
 import { after, before, describe, it } from '../helpers/requirements.js';
 import { runCliInProcess } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
 import { adminUrlOf, httpRequest, serveArgs, stopGracefully } from '../helpers/server.js';
 import { describeEachStore } from '../helpers/stores.js';
@@ -28,10 +30,11 @@ describeEachStore('admin API', (fx) => {
   let admin: FastifyInstance;
   let plants: FastifyInstance;
   let receiver: WebhookReceiver;
+  let store: Store;
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-admin-api-'));
 
   before(async () => {
-    const store = await fx.open();
+    store = await fx.open();
     const settings = fx.config({ webhookKeyFile: join(dir, 'webhook.key'), webhooksAllowPrivate: true });
     admin = await buildAdminApp({
       logger: pino({ level: 'silent' }),
@@ -64,6 +67,7 @@ describeEachStore('admin API', (fx) => {
       ['DELETE', '/admin/tokens/tok_0'],
       ['GET', '/admin/webhooks'],
       ['POST', '/admin/webhooks/wh_0/test'],
+      ['POST', '/admin/webhooks/wh_0/redeliver'],
     ] as const) {
       for (const headers of [
         {},
@@ -186,6 +190,68 @@ describeEachStore('admin API', (fx) => {
     }
   });
 
+  it('redelivers the deliveries that failed for good: the event reaches the receiver once it is healthy', async () => {
+    const hook = (await call('POST', '/admin/webhooks', { owner: 'frank', url: receiver.url('/frank') })).json();
+    const { token } = (await call('POST', '/admin/tokens', { owner: 'frank' })).json();
+    // Two attempts, then given up: the whole schedule within a second.
+    const loop = new DeliveryLoop({
+      outbox: store.outbox,
+      webhooks: store.webhooks,
+      keyPath: join(dir, 'webhook.key'),
+      allowPrivate: true,
+      timeoutMs: 2000,
+      log: pino({ level: 'silent' }),
+      pollMs: 20,
+      retryDelayMs: (attempt) => (attempt < 2 ? 20 : undefined),
+    });
+    receiver.answer = (r) => ({ status: r.path === '/frank' ? 500 : 204 });
+    try {
+      assert.deepEqual((await call('POST', `/admin/webhooks/${hook.id}/redeliver`)).json(), {
+        id: hook.id,
+        redelivered: 0,
+      });
+      const created = await plants.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        payload: '{"id":9007199254740993,"name":"fern"}',
+      });
+      assert.equal(created.statusCode, 200, created.body);
+      loop.start();
+      const toFrank = () => receiver.requests.filter((r) => r.path === '/frank');
+      await receiver.waitFor(() => toFrank().length === 2, 10_000, 'two failed attempts');
+      // Given up: nothing waits any more, and nothing more comes.
+      await eventually(async () => (await call('GET', '/admin/webhooks?owner=frank')).json()[0].pending === 0, 10_000, {
+        what: 'the delivery given up',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(toFrank().length, 2, 'no attempt after the last');
+      const failedId = toFrank()[0]!.headers['webhook-id'];
+
+      receiver.answer = () => ({ status: 204 });
+      const redelivered = await call('POST', `/admin/webhooks/${hook.id}/redeliver`);
+      assert.equal(redelivered.statusCode, 200, redelivered.body);
+      assert.deepEqual(redelivered.json(), { id: hook.id, redelivered: 1 });
+      await receiver.waitFor(() => toFrank().some((r) => r.status === 204), 10_000, 'the redelivered event');
+      const got = toFrank().find((r) => r.status === 204)!;
+      assert.equal(got.headers['webhook-id'], failedId, 'the same webhook-id, so receivers can deduplicate');
+      const event = new Webhook(hook.secret).verify(got.body, got.headers) as { type: string; data: object };
+      assert.equal(event.type, 'plant.created');
+      assert.match(got.body, /"id":9007199254740993[,}]/);
+      await eventually(async () => (await call('GET', '/admin/webhooks?owner=frank')).json()[0].pending === 0, 10_000, {
+        what: 'the delivery settled',
+      });
+      // Delivered now: nothing left to redeliver.
+      assert.equal((await call('POST', `/admin/webhooks/${hook.id}/redeliver`)).json().redelivered, 0);
+    } finally {
+      await loop.stop();
+      receiver.answer = () => ({ status: 204 });
+    }
+    const unknown = await call('POST', '/admin/webhooks/wh_ffffffffffffffff/redeliver');
+    assert.equal(unknown.statusCode, 404);
+    assert.deepEqual(unknown.json(), { error: 404, message: 'no webhook endpoint has the id "wh_ffffffffffffffff"' });
+  });
+
   it('serves its OpenAPI document at /openapi.json', async () => {
     const res = await admin.inject({ method: 'GET', url: '/openapi.json' });
     assert.equal(res.statusCode, 200);
@@ -196,8 +262,10 @@ describeEachStore('admin API', (fx) => {
       '/admin/tokens/{id}',
       '/admin/webhooks',
       '/admin/webhooks/{id}',
+      '/admin/webhooks/{id}/redeliver',
       '/admin/webhooks/{id}/test',
     ]);
+    assert.ok(doc.paths['/admin/webhooks/{id}/redeliver'].post.responses['200']);
     assert.deepEqual(Object.keys(doc.paths['/admin/tokens/{id}']), ['delete']);
     assert.ok(doc.paths['/admin/tokens'].post.responses['201']);
   });
@@ -273,6 +341,36 @@ describe('the admin API as serve runs it', () => {
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('plant-store webhook redeliver ID says how many failed deliveries it queued again; exit 1 for no such id', async () => {
+    assert.equal((await runCliInProcess(['migrate', '--db', db])).code, 0);
+    const added = await runCliInProcess([
+      'webhook',
+      'add',
+      '--owner',
+      'gina',
+      '--url',
+      'https://hooks.invalid/g',
+      '--db',
+      db,
+      '--json',
+    ]);
+    assert.equal(added.code, 0, added.stderr);
+    const { id } = JSON.parse(added.stdout) as { id: string };
+    const none = await runCliInProcess(['webhook', 'redeliver', id, '--db', db]);
+    assert.equal(none.code, 0, none.stderr);
+    assert.equal(none.stderr, `0 failed deliveries of ${id} queued again\n`);
+    const json = await runCliInProcess(['webhook', 'redeliver', id, '--db', db, '--json']);
+    assert.deepEqual(JSON.parse(json.stdout), { id, redelivered: 0 });
+    const unknown = await runCliInProcess(['webhook', 'redeliver', 'wh_0000000000000000', '--db', db]);
+    assert.equal(unknown.code, 1);
+    assert.equal(
+      unknown.stderr,
+      'plant-store webhook redeliver: no webhook endpoint has the id "wh_0000000000000000"\n',
+    );
+    const two = await runCliInProcess(['webhook', 'redeliver', id, id, '--db', db]);
+    assert.equal(two.code, 2);
   });
 
   it('on the admin listener only, and only with --admin-token-file', async () => {

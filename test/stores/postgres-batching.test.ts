@@ -104,7 +104,7 @@ describeEachStore(
       }
     });
 
-    it('writes the webhook events of each created plant for its own owner only', async () => {
+    it('logs one event per created plant, for its own owner, whether the owner has an endpoint or not', async () => {
       for (const owner of ['hooked-a', 'hooked-b']) {
         await query(
           direct(),
@@ -120,16 +120,20 @@ describeEachStore(
       );
       // Each owner got ids 0, 3, ... (30 % 3 == 0, so each id twice): one create and one replay each.
       assert.equal(outcomes.filter((o) => o === 'created').length, 30);
-      // One event row per create; deliveries fan it out to the owner's endpoints later.
+      // One event row per create, in the one event log; deliveries fan it out to the owner's endpoints later.
       const rows = await query<{ owner: string; plant_id: string }>(
         direct(),
-        "SELECT owner, plant_id::text FROM webhook_events WHERE type = 'plant.created' ORDER BY owner, plant_id",
+        `SELECT owner, plant_id::text FROM plant_events
+         WHERE type = 'plant.created' AND owner = ANY ($1) ORDER BY owner, plant_id`,
+        [owners],
       );
-      for (const owner of ['hooked-a', 'hooked-b']) {
+      for (const owner of owners) {
         const mine = rows.filter((r) => r.owner === owner);
+        assert.equal(new Set(mine.map((r) => r.plant_id)).size, 10, `one event per plant of ${owner}`);
         assert.equal(mine.length, 10, `one event per plant of ${owner}`);
       }
-      assert.equal(rows.filter((r) => r.owner === 'unhooked').length, 0);
+      const deliveries = await query<{ n: number }>(direct(), 'SELECT count(*)::int AS n FROM webhook_deliveries');
+      assert.equal(deliveries[0]!.n, 0, 'no per-endpoint row is written by the creates');
     });
 
     it('reads concurrent pages exactly as lone reads would, whatever their sizes and cursors', async () => {

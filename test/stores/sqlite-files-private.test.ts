@@ -1,14 +1,16 @@
 // The SQLite store's files hold token hashes, the cursor key and every plant:
 // the database, its WAL and shared-memory files, and backups are created
-// 0600 whatever the umask, and the folders created for them 0700.
+// 0600 whatever the umask, and the folders created for them 0700; so are the
+// signal folder of live events and what it holds.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from '../helpers/requirements.js';
 import { runCliInProcess as runCli } from '../helpers/cli.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
+import { signalFolder } from '../../src/store/sqlite/event-signal.sqlite.js';
 
 const LIMIT = { timeout: 30_000 };
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -28,6 +30,25 @@ describe('SQLite file modes', () => {
       assert.equal(mode(join(dir, 'data')).toString(8), '700');
       assert.equal(mode(join(dir, 'data', 'nested')).toString(8), '700');
       for (const file of [db, `${db}-wal`, `${db}-shm`]) assert.equal(mode(file).toString(8), '600', file);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('creates the signal folder of live events 0700 and the files in it 0600', LIMIT, async () => {
+    const db = join(dir, 'signal.db');
+    const store = await openStore(loadConfig({ db }, {}));
+    try {
+      const signal = store.eventSignal!;
+      signal.start();
+      const deaf = signal.listen(() => {});
+      const folder = signalFolder(db);
+      assert.equal(mode(folder).toString(8), '700');
+      const [own] = readdirSync(folder);
+      assert.equal(mode(join(folder, own!)).toString(8), '700');
+      for (const file of readdirSync(join(folder, own!)))
+        assert.equal(mode(join(folder, own!, file)).toString(8), '600', file);
+      deaf();
     } finally {
       await store.close();
     }

@@ -9,7 +9,9 @@ export const EVENTS = {
     default: '86400000',
     arg: 'MS',
     schema: Type.Integer({ minimum: 1000, maximum: Number.MAX_SAFE_INTEGER }),
-    help: 'how long plant events are kept for resuming live streams (GET /plants/events) with Last-Event-ID',
+    help:
+      'how long plant events are kept for resuming live streams (GET /plants/events) with Last-Event-ID, ' +
+      'and failed webhook deliveries for webhook redeliver (events a delivery needs are kept until it is done)',
   },
   'events-max-kept': {
     group: 'events',

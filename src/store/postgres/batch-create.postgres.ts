@@ -2,7 +2,6 @@ import type pg from 'pg';
 import { TooManyPlantsError, type BatchOutcome, type NewPlantRecord } from '../store.js';
 import { inTransaction, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
-import { recordEvent } from './events.postgres.js';
 import { raceError } from './insert-batcher.postgres.js';
 
 // A batch is one transaction of a few statements. The owner's lock comes
@@ -43,7 +42,6 @@ const INSERT = {
       INSERT INTO plants (owner, id, name, tag) SELECT $1::text, id, name, tag FROM input ORDER BY n
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING id, name, tag
-    ), events AS (${recordEvent('plant.created', 'inserted', '$1::text', 'inserted.id', 'inserted.name', 'inserted.tag')}
     ), logged AS (${logEvent('plant.created', 'inserted JOIN input i USING (id)', '$1::text', 'i.id', 'i.name', 'i.tag', 'ORDER BY i.n')}
     )
     SELECT count(*)::int4 AS n FROM inserted`,

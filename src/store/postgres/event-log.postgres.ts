@@ -31,7 +31,7 @@ export const ORDINAL_BITS = 20;
 export const MAX_EVENTS_PER_STATEMENT = 2 ** ORDINAL_BITS;
 
 /** The id of the first event of every transaction not yet ended, or above; the ids below it are final. */
-const READABLE = `(pg_snapshot_xmin(pg_current_snapshot())::text::int8 << ${ORDINAL_BITS})`;
+export const READABLE = `(pg_snapshot_xmin(pg_current_snapshot())::text::int8 << ${ORDINAL_BITS})`;
 
 /**
  * A CTE body logging one event per row of `changed` (a CTE of the write), in
@@ -111,8 +111,22 @@ const BOUNDS = {
   name: 'plant_events_bounds',
   text: `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
         (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text))::text AS pruned,
-      (SELECT max(id) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
+      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
 } as const;
+/**
+ * The oldest event webhook delivery still needs, or NULL: the first not yet
+ * fanned out (while an endpoint is active), and every event a delivery
+ * refers to, pending or failed. Pruning stops below it.
+ */
+const DELIVERY_NEEDS = `SELECT LEAST(
+    (SELECT up_to + 1 FROM webhook_fan_out WHERE EXISTS (SELECT FROM webhook_endpoints WHERE disabled_at IS NULL)),
+    (SELECT min(event) FROM webhook_deliveries))`;
+/** DELIVERY_NEEDS for one owner's events ($1). */
+const OWNER_DELIVERY_NEEDS = `SELECT LEAST(
+    (SELECT up_to + 1 FROM webhook_fan_out
+     WHERE EXISTS (SELECT FROM webhook_endpoints WHERE owner = $1::text AND disabled_at IS NULL)),
+    (SELECT min(d.event) FROM webhook_endpoints e JOIN webhook_deliveries d ON d.endpoint_id = e.id
+     WHERE e.owner = $1::text))`;
 // By age: a prefix of at most EVENT_PRUNE_CHUNK readable rows, never the
 // newest readable event (whose id tells new streams and resuming clients
 // where the log is), and the mark of the largest id removed, in one
@@ -129,7 +143,8 @@ const PRUNE_BY_AGE = {
     ), cut AS (
       SELECT LEAST(
         newest.id - 1,
-        coalesce((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), 0)
+        coalesce((SELECT max(head.id) FROM head WHERE occurred_at < to_timestamp($1::float8 / 1000)), 0),
+        (${DELIVERY_NEEDS}) - 1
       ) AS id FROM newest
     ), removed AS (
       DELETE FROM plant_events WHERE id <= (SELECT id FROM cut) RETURNING id
@@ -159,9 +174,17 @@ const PRUNE_OWNER = {
         ORDER BY id DESC OFFSET $2::int8 LIMIT 1) AS id
     ), chunk AS (
       SELECT max(id) AS id FROM (SELECT id FROM plant_events WHERE owner = $1::text ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}) AS h
+    ), needs AS (
+      ${OWNER_DELIVERY_NEEDS} AS id
     ), cut AS (
-      SELECT CASE WHEN wanted.id IS NULL THEN NULL ELSE LEAST(wanted.id, chunk.id) END AS id, wanted.id AS wanted
-      FROM wanted, chunk
+      SELECT CASE
+          WHEN wanted.id IS NULL THEN NULL
+          WHEN needs.id IS NULL OR needs.id > LEAST(wanted.id, chunk.id) THEN LEAST(wanted.id, chunk.id)
+          ELSE (SELECT max(id) FROM plant_events WHERE owner = $1::text AND id < needs.id)
+        END AS id,
+        -- Held by webhook delivery: not more to remove now (looked at again when the owner logs more).
+        CASE WHEN needs.id IS NULL OR needs.id > LEAST(wanted.id, chunk.id) THEN wanted.id END AS wanted
+      FROM wanted, chunk, needs
     ), removed AS (
       DELETE FROM plant_events WHERE owner = $1::text AND id <= (SELECT id FROM cut) RETURNING id
     ), marked AS (
@@ -170,6 +193,12 @@ const PRUNE_OWNER = {
       ON CONFLICT (owner) DO UPDATE SET up_to = GREATEST(plant_events_owner_pruned.up_to, excluded.up_to)
     )
     SELECT count(*)::int AS n, coalesce((SELECT id < wanted FROM cut), false) AS more FROM removed`,
+} as const;
+
+// Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
+const FORGET_FAILED = {
+  name: 'webhook_deliveries_forget_failed',
+  text: 'DELETE FROM webhook_deliveries WHERE failed_at < to_timestamp($1::float8 / 1000)',
 } as const;
 
 const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
@@ -211,6 +240,7 @@ export class PostgresEventLog implements EventLog {
   #lookedUpTo = 0n;
 
   async prune(before: number, keep: number): Promise<{ removed: number; more: boolean }> {
+    await writeWithClient(this.pool, (c) => c.query({ ...FORGET_FAILED, values: [before] }));
     const { rows } = await writeWithClient(this.pool, (c) =>
       c.query<{ n: number }>({ ...PRUNE_BY_AGE, values: [before] }),
     );

@@ -41,6 +41,10 @@ export class PostgresEventSignal implements EventSignal {
 
   constructor(private readonly config: PostgresConfig) {}
 
+  start(): void {
+    this.#start();
+  }
+
   listen(listener: () => void): () => void {
     const own = () => listener();
     this.#listeners.add(own);

@@ -4,7 +4,6 @@ import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '
 import { Batcher } from './batcher.postgres.js';
 import { writeWithClient } from './db-connect.postgres.js';
 import { lockOwners, logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';
-import { recordEvent } from './events.postgres.js';
 
 /** One create as a batch carries it; `attempts` counts the statements that could not settle it. */
 interface PendingCreate {
@@ -39,7 +38,6 @@ export const CREATE_BATCH = {
       SELECT owner, id, name, tag FROM input CROSS JOIN locked ORDER BY n
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING owner, id, name, tag
-    ), events AS (${recordEvent('plant.created', 'inserted', 'inserted.owner', 'inserted.id', 'inserted.name', 'inserted.tag')}
     ), logged AS (${logEvent('plant.created', 'inserted JOIN input i USING (owner, id)', 'i.owner', 'i.id', 'i.name', 'i.tag', 'ORDER BY i.n')}
     )
     SELECT i.n::int4, true, NULL::text, NULL::text FROM inserted JOIN input i USING (owner, id)

@@ -176,4 +176,61 @@ export const postgresMigrations: Record<string, Migration> = {
       )`.execute(db);
     },
   },
+  '0009_webhook_deliveries_failed': {
+    async up(db: Kysely<unknown>) {
+      // A delivery whose last attempt failed is kept, marked failed, for
+      // `webhook redeliver` (and POST /admin/webhooks/{id}/redeliver) to queue
+      // again; no claim takes it, as its next attempt is 'infinity'. Failed
+      // ones are removed with the event log's pruning by age.
+      await sql`ALTER TABLE webhook_deliveries ADD COLUMN failed_at timestamptz`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (failed_at)
+        WHERE failed_at IS NOT NULL`.execute(db);
+    },
+  },
+  '0010_one_event_log': {
+    async up(db: Kysely<unknown>) {
+      // Webhook deliveries fan out from plant_events, the one event log, from
+      // the position kept here: every readable event up to it has been given
+      // to the endpoints subscribed (see event-log.postgres.ts for readable).
+      await sql`CREATE TABLE webhook_fan_out (
+        one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+        up_to bigint  NOT NULL
+      )`.execute(db);
+      await sql`INSERT INTO webhook_fan_out (up_to) SELECT coalesce(max(id), 0) FROM plant_events`.execute(db);
+      // An endpoint gets the events logged after it was registered.
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN from_event bigint NOT NULL DEFAULT 0`.execute(db);
+      // The events not yet fanned out are fanned out now, as a claim would.
+      await sql`INSERT INTO webhook_deliveries
+          (event_id, endpoint_id, owner, type, plant_id, name, tag, occurred_at, next_attempt_at)
+        SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, w.owner, w.type, w.plant_id, w.name, w.tag,
+          w.occurred_at, w.occurred_at
+        FROM webhook_events w JOIN webhook_endpoints e ON e.owner = w.owner
+        WHERE e.disabled_at IS NULL AND w.type = ANY (string_to_array(e.events, ' '))`.execute(db);
+      await sql`UPDATE webhook_endpoints e SET pending =
+        (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.failed_at IS NULL)`.execute(db);
+      // Each waiting delivery's event, logged below id 0: below every id a
+      // live stream reads (Last-Event-ID is never negative), so streams do
+      // not see these copies again, in the order they were written.
+      await sql`INSERT INTO plant_events (id, owner, type, plant_id, name, tag, occurred_at)
+        SELECT row_number() OVER (ORDER BY occurred_at, first) - count(*) OVER () - 1,
+          owner, type, plant_id, name, tag, occurred_at
+        FROM (
+          SELECT min(event_id) AS first, owner, type, plant_id, name, tag, occurred_at
+          FROM webhook_deliveries GROUP BY owner, type, plant_id, name, tag, occurred_at
+        ) AS waiting`.execute(db);
+      // The outbox keeps a reference to the event, not a copy of it.
+      await sql`ALTER TABLE webhook_deliveries ADD COLUMN event bigint`.execute(db);
+      await sql`UPDATE webhook_deliveries d SET event = p.id FROM plant_events p
+        WHERE p.id < 0 AND p.owner = d.owner AND p.type = d.type AND p.plant_id = d.plant_id
+          AND p.name IS NOT DISTINCT FROM d.name AND p.tag IS NOT DISTINCT FROM d.tag
+          AND p.occurred_at = d.occurred_at`.execute(db);
+      await sql`ALTER TABLE webhook_deliveries
+        ALTER COLUMN event SET NOT NULL,
+        DROP COLUMN owner, DROP COLUMN type, DROP COLUMN plant_id, DROP COLUMN name, DROP COLUMN tag,
+        DROP COLUMN occurred_at`.execute(db);
+      // What pruning looks up: the oldest event a delivery still needs.
+      await sql`CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event)`.execute(db);
+      await sql`DROP TABLE webhook_events`.execute(db);
+    },
+  },
 };

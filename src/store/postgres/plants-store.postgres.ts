@@ -14,7 +14,6 @@ import {
 import { createBatch } from './batch-create.postgres.js';
 import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
-import { recordEvent } from './events.postgres.js';
 import { CREATE_ATTEMPTS, InsertBatcher, raceError } from './insert-batcher.postgres.js';
 import { PageReader } from './page-reader.postgres.js';
 
@@ -25,7 +24,7 @@ interface CreateRow {
   tag: string | null;
 }
 
-// One round trip: insert (with its webhook events), or read back the row that
+// One round trip: insert (with its event), or read back the row that
 // blocked the insert (a replay or a conflict, which are no events).
 const CREATE: pg.QueryConfig = {
   name: 'plants_create',
@@ -34,7 +33,6 @@ const CREATE: pg.QueryConfig = {
       INSERT INTO plants (owner, id, name, tag) SELECT $1::text, $2::int8, $3::text, $4::text FROM locked
       ON CONFLICT (owner, id) DO NOTHING
       RETURNING true AS created
-    ), events AS (${recordEvent('plant.created', 'inserted', '$1::text', '$2::int8', '$3::text', '$4::text')}
     ), logged AS (${logEvent('plant.created', 'inserted', '$1::text', '$2::int8', '$3::text', '$4::text')}
     )
     SELECT created, NULL::text AS name, NULL::text AS tag FROM inserted
@@ -47,7 +45,6 @@ const DELETE = {
   text: `WITH locked AS MATERIALIZED (${lockOwner('$1::text')}
     ), deleted AS (
       DELETE FROM plants WHERE owner = $1::text AND id = $2::int8 AND EXISTS (SELECT FROM locked) RETURNING id
-    ), events AS (${recordEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL', 'NULL')}
     ), logged AS (${logEvent('plant.deleted', 'deleted', '$1::text', 'deleted.id', 'NULL::text', 'NULL::text')}
     )
     SELECT count(*)::int AS deleted FROM deleted`,

@@ -13,6 +13,7 @@ import {
   type WebhookStore,
 } from '../store.js';
 import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
+import { READABLE } from './event-log.postgres.js';
 
 interface EndpointRow {
   id: string;
@@ -29,12 +30,17 @@ interface EndpointRow {
 interface ClaimRow {
   event_id: string;
   endpoint_id: string;
+  event: bigint;
+  attempts: number;
+}
+
+interface EventRow {
+  id: bigint;
   type: WebhookEventType;
   plant_id: bigint;
   name: string | null;
   tag: string | null;
   occurred_at: bigint;
-  attempts: number;
 }
 
 interface LeasedEndpoint {
@@ -52,8 +58,9 @@ const OWNER_LOCK = {
 } as const;
 const INSERT = {
   name: 'webhooks_insert',
-  text: `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at)
-    SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz
+  text: `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
+    SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz,
+      (SELECT coalesce(max(id), 0) FROM plant_events)
     WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2::text AND disabled_at IS NULL) < $8::int8`,
 } as const;
 const ALL = {
@@ -69,33 +76,53 @@ const GET = {
     FROM webhook_endpoints WHERE id = $1::text`,
 } as const;
 
-// Events fanned out by one claim at most: a claim stays short however many wait.
-const FAN_OUT_BATCH = 256;
+// Events of the log one fan-out step passes at most; a claim takes steps
+// until it has made FAN_OUT_DELIVERIES deliveries or passed FAN_OUT_STEPS
+// steps, so that each statement and each claim stay short.
+const FAN_OUT_EVENTS = 1024;
+const FAN_OUT_STEPS = 16;
+const FAN_OUT_DELIVERIES = 4096;
 /**
- * Gives the oldest waiting events to the endpoints subscribed, counts them in
- * each endpoint's pending, and answers the endpoints now past the bound.
- * SKIP LOCKED lets instances fanning out at once take different events.
+ * One step of the fan-out: gives the readable events after the position to
+ * the endpoints subscribed (active, of the event's owner, listing its type,
+ * registered before it), counts them in each endpoint's pending, moves the
+ * position, and answers where to and the endpoints now past the bound. With
+ * no active endpoint the position moves to the newest readable event at
+ * once. The position's row is locked (SKIP LOCKED: an instance fanning out
+ * meanwhile has it, and this one does nothing), so each event is fanned out
+ * once. Driven from the endpoints: each reads its owner's events of the step
+ * (a range of plant_events_owner_id).
  */
 const FAN_OUT = {
   name: 'outbox_fan_out',
-  text: `WITH ev AS (
-      DELETE FROM webhook_events WHERE event_id IN (
-        SELECT event_id FROM webhook_events ORDER BY occurred_at LIMIT ${FAN_OUT_BATCH} FOR UPDATE SKIP LOCKED
-      ) RETURNING *
+  text: `WITH pos AS (
+      SELECT up_to FROM webhook_fan_out FOR UPDATE SKIP LOCKED
+    ), step AS (
+      SELECT CASE WHEN EXISTS (SELECT FROM webhook_endpoints WHERE disabled_at IS NULL)
+        THEN (SELECT max(id) FROM (
+          SELECT id FROM plant_events WHERE id > (SELECT up_to FROM pos) AND id < ${READABLE}
+          ORDER BY id LIMIT ${FAN_OUT_EVENTS}) AS s)
+        ELSE (SELECT max(id) FROM plant_events WHERE id > (SELECT up_to FROM pos) AND id < ${READABLE})
+      END AS to_id
     ), ins AS (
-      INSERT INTO webhook_deliveries (event_id, endpoint_id, owner, type, plant_id, name, tag, occurred_at, next_attempt_at)
-      SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, ev.owner, ev.type, ev.plant_id, ev.name, ev.tag,
-        ev.occurred_at, ev.occurred_at
-      FROM ev JOIN webhook_endpoints e ON e.owner = ev.owner
-      WHERE e.disabled_at IS NULL AND ev.type = ANY (string_to_array(e.events, ' '))
+      INSERT INTO webhook_deliveries (event_id, endpoint_id, event, next_attempt_at)
+      SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, ev.id, ev.occurred_at
+      FROM webhook_endpoints e JOIN plant_events ev ON ev.owner = e.owner
+      WHERE e.disabled_at IS NULL AND ev.id > (SELECT up_to FROM pos) AND ev.id <= (SELECT to_id FROM step)
+        AND ev.id > e.from_event AND ev.type = ANY (string_to_array(e.events, ' '))
       RETURNING endpoint_id
+    ), moved AS (
+      UPDATE webhook_fan_out SET up_to = (SELECT to_id FROM step)
+      WHERE EXISTS (SELECT FROM pos) AND (SELECT to_id FROM step) IS NOT NULL
+      RETURNING up_to
     ), counted AS (
       UPDATE webhook_endpoints e SET pending = e.pending + n.added
       FROM (SELECT endpoint_id, count(*) AS added FROM ins GROUP BY endpoint_id) n
       WHERE e.id = n.endpoint_id
       RETURNING e.id, e.pending
     )
-    SELECT id FROM counted WHERE pending > $1::int8`,
+    SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT count(*) FROM ins)::int AS added,
+      coalesce((SELECT array_agg(id) FROM counted WHERE pending > $1::int8), '{}') AS overfull`,
 } as const;
 /**
  * Leases the endpoints that are due (waiting longest first), at most
@@ -132,7 +159,7 @@ const CLAIM_ROWS = {
       CROSS JOIN LATERAL (
         SELECT event_id FROM webhook_deliveries
         WHERE endpoint_id = e.id AND next_attempt_at <= now()
-        ORDER BY next_attempt_at, occurred_at
+        ORDER BY next_attempt_at, event
         LIMIT $2::int
         FOR UPDATE SKIP LOCKED
       ) d
@@ -140,14 +167,22 @@ const CLAIM_ROWS = {
     UPDATE webhook_deliveries d
     SET attempts = d.attempts + 1, next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = $4::text
     FROM picked WHERE d.event_id = picked.event_id
-    RETURNING d.event_id, d.endpoint_id, d.type, d.plant_id, d.name, d.tag,
-      floor(extract(epoch FROM d.occurred_at) * 1000)::int8 AS occurred_at, d.attempts`,
+    RETURNING d.event_id, d.endpoint_id, d.event, d.attempts`,
+} as const;
+// The claimed deliveries' events, read from the log, which keeps every event a delivery refers to.
+const EVENTS = {
+  name: 'outbox_claimed_events',
+  text: `SELECT id, type, plant_id, name, tag, floor(extract(epoch FROM occurred_at) * 1000)::int8 AS occurred_at
+    FROM plant_events WHERE id = ANY ($1::int8[])`,
 } as const;
 // Leased endpoints whose events all wait for their own retry: not worth a look before then.
 const PARK = {
   name: 'outbox_park',
   text: `UPDATE webhook_endpoints e
-    SET retry_at = coalesce((SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id), now()),
+    SET retry_at = coalesce(
+        (SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.failed_at IS NULL),
+        now()
+      ),
       claim = NULL
     WHERE e.id = ANY ($1::text[]) AND e.claim = $2::text`,
 } as const;
@@ -165,6 +200,41 @@ const RETRY = {
   text: `UPDATE webhook_deliveries
     SET next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = NULL, last_error = $4::text
     WHERE event_id = $1::text AND claim = $2::text`,
+} as const;
+// Given up: kept, with its next attempt at 'infinity' (no claim's range reaches it), for redeliver.
+const GIVE_UP = {
+  name: 'outbox_give_up',
+  text: `WITH failed AS (
+      UPDATE webhook_deliveries SET failed_at = now(), next_attempt_at = 'infinity', claim = NULL, last_error = $3::text
+      WHERE event_id = $1::text AND claim = $2::text RETURNING endpoint_id
+    ), counted AS (
+      UPDATE webhook_endpoints e SET pending = e.pending - 1 FROM failed WHERE e.id = failed.endpoint_id
+    )
+    SELECT count(*)::int AS settled FROM failed`,
+} as const;
+/**
+ * The endpoint's failed deliveries queued again in one statement: due at
+ * once, before the newer ones, in the order of their events; counted in, and the endpoint's backoff
+ * ended unless a claim holds it (that claim ends it as usual). A disabled
+ * endpoint has none: its deliveries were dropped when it was disabled.
+ */
+const REDELIVER = {
+  name: 'webhooks_redeliver',
+  text: `WITH endpoint AS (
+      SELECT id, disabled_at IS NULL AS active FROM webhook_endpoints WHERE id = $1::text
+    ), requeued AS (
+      UPDATE webhook_deliveries d
+      SET failed_at = NULL, attempts = 0, next_attempt_at = '-infinity', claim = NULL
+      WHERE d.endpoint_id = $1::text AND d.failed_at IS NOT NULL AND (SELECT active FROM endpoint)
+      RETURNING 1
+    ), counted AS (
+      UPDATE webhook_endpoints e
+      SET pending = e.pending + (SELECT count(*) FROM requeued),
+        retry_at = CASE WHEN e.claim IS NULL THEN LEAST(e.retry_at, now()) ELSE e.retry_at END,
+        failures = 0
+      WHERE e.id = $1::text AND EXISTS (SELECT FROM requeued)
+    )
+    SELECT (SELECT count(*) FROM endpoint)::int AS found, (SELECT count(*) FROM requeued)::int AS n`,
 } as const;
 const RELEASE = {
   name: 'outbox_release',
@@ -232,17 +302,29 @@ export class PostgresWebhookStore implements WebhookStore {
     const { rowCount } = await writeWithClient(this.pool, (client) => client.query({ ...REMOVE, values: [id] }));
     return rowCount === 1;
   }
+
+  async redeliver(id: string): Promise<number | undefined> {
+    const { rows } = await writeWithClient(this.pool, (client) =>
+      client.query<{ found: number; n: number }>({ ...REDELIVER, values: [id] }),
+    );
+    return rows[0]!.found === 0 ? undefined : rows[0]!.n;
+  }
 }
 
 export class PostgresOutboxStore implements OutboxStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
-    const overfull = await writeWithClient(this.pool, (client) =>
-      client.query<{ id: string }>({ ...FAN_OUT, values: [o.maxPending] }),
-    );
-    for (const { id } of overfull.rows) {
-      await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
+    let added = 0;
+    for (let step = 0; step < FAN_OUT_STEPS && added < FAN_OUT_DELIVERIES; step++) {
+      const { rows } = await writeWithClient(this.pool, (client) =>
+        client.query<{ moved: number; added: number; overfull: string[] }>({ ...FAN_OUT, values: [o.maxPending] }),
+      );
+      for (const id of rows[0]!.overfull) {
+        await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
+      }
+      if (rows[0]!.moved === 0) break;
+      added += rows[0]!.added;
     }
     const claim = randomBytes(12).toString('base64url');
     const owners = [...o.busyOwners.keys()];
@@ -261,7 +343,16 @@ export class PostgresOutboxStore implements OutboxStore {
         });
         const idle = [...endpoints.keys()].filter((id) => !claimed.rows.some((r) => r.endpoint_id === id));
         if (idle.length > 0) await client.query({ ...PARK, values: [idle, claim] });
-        return claimed.rows.map((r) => ({ row: r, endpoint: endpoints.get(r.endpoint_id)! }));
+        if (claimed.rows.length === 0) return [];
+        const events = await client.query<EventRow>({
+          ...EVENTS,
+          values: [[...new Set(claimed.rows.map((r) => r.event.toString()))]],
+        });
+        const byId = new Map(events.rows.map((ev) => [ev.id.toString(), ev]));
+        return claimed.rows.map((r) => ({
+          row: { ...r, ...byId.get(r.event.toString())! },
+          endpoint: endpoints.get(r.endpoint_id)!,
+        }));
       }),
     );
     return rows
@@ -286,10 +377,9 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async settle(d: ClaimedDelivery, s: DeliverySettlement): Promise<boolean> {
     const key = [d.ref, d.claim];
-    if (s.kind === 'delivered' || s.kind === 'drop') {
-      const { rows } = await writeWithClient(this.pool, (client) =>
-        client.query<{ settled: number }>({ ...DELIVERED, values: key }),
-      );
+    if (s.kind === 'delivered' || s.kind === 'give-up') {
+      const query = s.kind === 'delivered' ? { ...DELIVERED, values: key } : { ...GIVE_UP, values: [...key, s.error] };
+      const { rows } = await writeWithClient(this.pool, (client) => client.query<{ settled: number }>(query));
       return rows[0]?.settled === 1;
     }
     const query =

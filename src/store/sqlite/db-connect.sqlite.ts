@@ -58,12 +58,16 @@ function applyPragmas(db: Database.Database, durability: SqliteOptions['durabili
 }
 
 /**
- * Pages the log may hold before a commit copies them back into the database
- * file (SQLite's default is 1000). A checkpoint copies each page once however
- * many commits wrote it, and creates of many owners each write index pages of
- * their own owner: with 1000, checkpoints took a fifth of the writer thread's
- * time in the bench's 300-owner mix, and 4000 (16 MB of log with 4 kB pages)
- * served about 13 % more requests there.
+ * Pages the log may hold before a commit on this connection copies them back
+ * into the database file (SQLite's default is 1000). The writer thread's
+ * connection, which makes nearly every commit, leaves the copies to the
+ * checkpoint thread and only sets a far higher bound (WAL_BEHIND_PAGES,
+ * writer.worker.ts); this one is for the other connections' rare writes. A
+ * checkpoint copies each page once however many commits wrote it, and creates
+ * of many owners each write index pages of their own owner: with 1000,
+ * checkpoints took a fifth of the writer thread's time in the bench's
+ * 300-owner mix, and 4000 (16 MB of log with 4 kB pages) served about 13 %
+ * more requests there.
  */
 export const WAL_CHECKPOINT_PAGES = 4000;
 

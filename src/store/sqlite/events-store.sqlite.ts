@@ -44,12 +44,14 @@ export class SqliteEventLog implements EventLog {
     this.#ownerAfter = rows(
       `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id ${boundLimit('?')}`,
     );
-    // One statement, one snapshot: the mark and the newest id agree.
+    // One statement, one snapshot: the mark and the newest id agree. Never
+    // below 0: the events below it (the upgrade to one event log) are for
+    // webhook delivery only.
     this.#bounds = db
       .prepare(
         `SELECT max((SELECT up_to FROM plant_events_pruned),
             coalesce((SELECT up_to FROM plant_events_owner_pruned WHERE owner = ?), 0)),
-          (SELECT coalesce(max(id), 0) FROM plant_events)`,
+          (SELECT max(coalesce(max(id), 0), 0) FROM plant_events)`,
       )
       .raw(true)
       .safeIntegers(true);

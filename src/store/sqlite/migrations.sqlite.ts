@@ -158,4 +158,85 @@ export const sqliteMigrations: Record<string, Migration> = {
       )`.execute(db);
     },
   },
+  '0009_webhook_deliveries_failed': {
+    async up(db: Kysely<unknown>) {
+      // A delivery whose last attempt failed is kept, marked failed, for
+      // `webhook redeliver` (and POST /admin/webhooks/{id}/redeliver) to queue
+      // again; no claim takes it, as its next attempt is set past every
+      // clock. Failed ones are removed with the event log's pruning by age.
+      await sql`ALTER TABLE webhook_deliveries ADD COLUMN failed_at INTEGER`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (failed_at)
+        WHERE failed_at IS NOT NULL`.execute(db);
+    },
+  },
+  '0010_one_event_log': {
+    async up(db: Kysely<unknown>) {
+      // Webhook deliveries fan out from plant_events, the one event log, from
+      // the position kept here: every event up to it has been given to the
+      // endpoints subscribed. (SQLite has one writer: ids are given out in
+      // commit order, so an event below the newest one can no longer appear.)
+      await sql`CREATE TABLE webhook_fan_out (
+        one   INTEGER PRIMARY KEY CHECK (one = 1),
+        up_to INTEGER NOT NULL
+      )`.execute(db);
+      await sql`INSERT INTO webhook_fan_out (one, up_to) SELECT 1, coalesce(max(id), 0) FROM plant_events`.execute(db);
+      // An endpoint gets the events logged after it was registered.
+      await sql`ALTER TABLE webhook_endpoints ADD COLUMN from_event INTEGER NOT NULL DEFAULT 0`.execute(db);
+      // The events not yet fanned out are fanned out now, as a claim would.
+      await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, type, plant_id, name, tag, occurred_at, next_attempt_at)
+        SELECT 'msg_' || lower(hex(randomblob(16))), e.id, w.type, w.plant_id, w.name, w.tag, w.occurred_at, w.occurred_at
+        FROM webhook_events w JOIN webhook_endpoints e ON e.owner = w.owner
+        WHERE e.disabled_at IS NULL AND instr(' ' || e.events || ' ', ' ' || w.type || ' ') > 0
+        ORDER BY w.seq`.execute(db);
+      await sql`UPDATE webhook_endpoints SET pending =
+        (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = webhook_endpoints.id AND d.failed_at IS NULL)`.execute(
+        db,
+      );
+      // Each waiting delivery's event, logged below id 0: below every id a
+      // live stream reads (Last-Event-ID is never negative), so streams do
+      // not see these copies again, in the order they were written.
+      await sql`INSERT INTO plant_events (id, owner, type, plant_id, name, tag, occurred_at)
+        SELECT row_number() OVER (ORDER BY first) - count(*) OVER () - 1, owner, type, plant_id, name, tag, occurred_at
+        FROM (
+          SELECT min(d.seq) AS first, e.owner, d.type, d.plant_id, d.name, d.tag, d.occurred_at
+          FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          GROUP BY e.owner, d.type, d.plant_id, d.name, d.tag, d.occurred_at
+        )`.execute(db);
+      // The outbox keeps a reference to the event, not a copy of it.
+      await sql`CREATE TABLE webhook_deliveries_next (
+        seq             INTEGER PRIMARY KEY,
+        event_id        TEXT    NOT NULL,
+        endpoint_id     TEXT    NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event           INTEGER NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        claim           TEXT,
+        last_error      TEXT,
+        failed_at       INTEGER
+      )`.execute(db);
+      // Each delivery finds its event through this index, for the copy below only.
+      await sql`CREATE INDEX plant_events_upgrade ON plant_events (owner, plant_id, occurred_at) WHERE id < 0`.execute(
+        db,
+      );
+      await sql`INSERT INTO webhook_deliveries_next
+          (seq, event_id, endpoint_id, event, attempts, next_attempt_at, claim, last_error, failed_at)
+        SELECT d.seq, d.event_id, d.endpoint_id,
+          (SELECT p.id FROM plant_events p
+           WHERE p.id < 0 AND p.owner = e.owner AND p.type = d.type AND p.plant_id = d.plant_id
+             AND p.name IS d.name AND p.tag IS d.tag AND p.occurred_at = d.occurred_at),
+          d.attempts, d.next_attempt_at, d.claim, d.last_error, d.failed_at
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id`.execute(db);
+      await sql`DROP INDEX plant_events_upgrade`.execute(db);
+      await sql`DROP TABLE webhook_deliveries`.execute(db);
+      await sql`ALTER TABLE webhook_deliveries_next RENAME TO webhook_deliveries`.execute(db);
+      await sql`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)`.execute(
+        db,
+      );
+      await sql`CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (failed_at)
+        WHERE failed_at IS NOT NULL`.execute(db);
+      // What pruning looks up: the oldest event a delivery still needs.
+      await sql`CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event)`.execute(db);
+      await sql`DROP TABLE webhook_events`.execute(db);
+    },
+  },
 };

@@ -63,86 +63,48 @@ interface DueRow {
   next_attempt_at: bigint;
 }
 
-interface EventRow {
-  seq: bigint;
-  owner: string;
-  type: WebhookEventType;
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  occurred_at: bigint;
-}
-
-// Subscribed: an active endpoint of the owner whose events list the type.
-const SUBSCRIBED = "owner = @owner AND disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0";
-// Events fanned out by one claim at most: a claim stays short however many wait.
-const FAN_OUT_BATCH = 256;
-
-/**
- * Writes the event of a plant write, in the plant write's transaction: one
- * row, whatever the number of endpoints, and only when the owner has an
- * active endpoint subscribed to it. That is read once per batch and owner,
- * inside the batch's transaction (so an endpoint committed before the batch
- * is seen): with no endpoint registered, a batch of creates pays one indexed
- * lookup in all.
- */
-export function eventRecorder(db: Database.Database) {
-  const anyEndpoint = db
-    .prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
-    .pluck();
-  const isSubscribed = db
-    .prepare<{ owner: string; type: string }, number>(
-      `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE ${SUBSCRIBED})`,
-    )
-    .pluck();
-  const insert = db.prepare<[string, string, bigint, string | null, string | null, number]>(
-    'INSERT INTO webhook_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
-  );
-  let any: boolean | undefined;
-  const subscribed = new Map<string, boolean>();
-  return {
-    /** Forgets what the previous batch read. */
-    newBatch(): void {
-      any = undefined;
-      subscribed.clear();
-    },
-    record(type: WebhookEventType, owner: string, id: bigint, name: string | null, tag: string | null): void {
-      any ??= anyEndpoint.get() === 1;
-      if (!any) return;
-      const key = `${type} ${owner}`;
-      let yes = subscribed.get(key);
-      if (yes === undefined) {
-        yes = isSubscribed.get({ owner, type }) === 1;
-        subscribed.set(key, yes);
-      }
-      if (yes) insert.run(owner, type, id, name, tag, Date.now());
-    },
-  };
-}
+// Subscribed: an active endpoint of the event's owner whose events list its type, registered before it.
+const SUBSCRIBED = `e.owner = ev.owner AND e.disabled_at IS NULL AND ev.id > e.from_event
+  AND instr(' ' || e.events || ' ', ' ' || ev.type || ' ') > 0`;
+/** The next attempt of a failed delivery: past every clock (the largest time a Date holds). */
+export const NEVER_DUE = 8_640_000_000_000_000;
+// Events of the log one fan-out step passes at most; a claim takes steps
+// until it has made FAN_OUT_DELIVERIES deliveries or passed FAN_OUT_STEPS
+// steps: it stays a short write on the writer thread (a few ms), while the
+// events of owners without an endpoint cost only the bounds of each step.
+const FAN_OUT_EVENTS = 1024;
+const FAN_OUT_STEPS = 16;
+const FAN_OUT_DELIVERIES = 4096;
 
 /** Fan-out, claims, settlements and endpoint disabling, as plain statements; the caller owns the transaction. */
 export function outboxWriter(db: Database.Database) {
-  const newEvents = db
-    .prepare<[number], EventRow>(
-      `SELECT seq, owner, type, plant_id, name, tag, occurred_at FROM webhook_events ORDER BY seq ${boundLimit('?')}`,
+  const fannedOut = db.prepare<[], bigint>('SELECT up_to FROM webhook_fan_out').pluck().safeIntegers(true);
+  // The end of the next step: the id of the FAN_OUT_EVENTS-th event after the position, or the newest.
+  const stepEnd = db
+    .prepare<[bigint, number], bigint | null>(
+      `SELECT max(id) FROM (SELECT id FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')})`,
     )
+    .pluck()
     .safeIntegers(true);
-  const fanOut = db.prepare<{
-    owner: string;
-    type: string;
-    id: bigint;
-    name: string | null;
-    tag: string | null;
-    at: bigint;
-  }>(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id, type, plant_id, name, tag, occurred_at, next_attempt_at)
-     SELECT 'msg_' || lower(hex(randomblob(16))), id, @type, @id, @name, @tag, @at, @at
-     FROM webhook_endpoints WHERE ${SUBSCRIBED}`,
-  );
-  const countIn = db.prepare<{ owner: string; type: string }>(
-    `UPDATE webhook_endpoints SET pending = pending + 1 WHERE ${SUBSCRIBED}`,
-  );
-  const forget = db.prepare<[bigint]>('DELETE FROM webhook_events WHERE seq <= ?');
+  const anyEndpoint = db
+    .prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
+    .pluck();
+  const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
+  // Driven from the endpoints: each active one reads its owner's events of the
+  // step (a range of plant_events_owner_id), so events of owners without an
+  // endpoint cost nothing but the step's bounds.
+  const fanOut = db
+    .prepare<{ from: bigint; to: bigint }, string>(
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, event, next_attempt_at)
+       SELECT 'msg_' || lower(hex(randomblob(16))), e.id, ev.id, ev.occurred_at
+       FROM webhook_endpoints e CROSS JOIN plant_events ev
+       WHERE ev.owner = e.owner AND ev.id > @from AND ev.id <= @to AND ${SUBSCRIBED}
+       ORDER BY ev.id
+       RETURNING endpoint_id`,
+    )
+    .pluck();
+  const moveTo = db.prepare<[bigint]>('UPDATE webhook_fan_out SET up_to = ?');
+  const countIn = db.prepare<[number, string]>('UPDATE webhook_endpoints SET pending = pending + ? WHERE id = ?');
   const overfull = db
     .prepare<[number], string>('SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > ?')
     .pluck();
@@ -152,15 +114,19 @@ export function outboxWriter(db: Database.Database) {
      WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ? AND key_id = ?
      ORDER BY retry_at, id`,
   );
+  // The event's content is read from the log, which keeps every event a delivery refers to.
   const due = db
     .prepare<[string, number, number], DueRow>(
-      `SELECT seq, event_id, type, plant_id, name, tag, occurred_at, attempts, next_attempt_at
-       FROM webhook_deliveries WHERE endpoint_id = ? AND next_attempt_at <= ?
-       ORDER BY next_attempt_at, seq ${boundLimit('?')}`,
+      `SELECT d.seq, d.event_id, ev.type, ev.plant_id, ev.name, ev.tag, ev.occurred_at, d.attempts, d.next_attempt_at
+       FROM webhook_deliveries d JOIN plant_events ev ON ev.id = d.event
+       WHERE d.endpoint_id = ? AND d.next_attempt_at <= ?
+       ORDER BY d.next_attempt_at, d.seq ${boundLimit('?')}`,
     )
     .safeIntegers(true);
   const nextDue = db
-    .prepare<[string], number | null>('SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ?')
+    .prepare<[string], number | null>(
+      'SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ? AND failed_at IS NULL',
+    )
     .pluck();
   const leaseEndpoint = db.prepare<[number, string | null, string]>(
     'UPDATE webhook_endpoints SET retry_at = ?, claim = ? WHERE id = ?',
@@ -174,6 +140,11 @@ export function outboxWriter(db: Database.Database) {
   const countOut = db.prepare<[string]>('UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = ?');
   const retry = db.prepare<[number, string, bigint, string]>(
     'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
+  );
+  // Given up: kept, with its next attempt past every clock (no claim's range reaches it), for redeliver.
+  const giveUp = db.prepare<[number, number, string, bigint, string]>(
+    `UPDATE webhook_deliveries SET failed_at = ?, next_attempt_at = ?, claim = NULL, last_error = ?
+     WHERE seq = ? AND claim = ? RETURNING endpoint_id`,
   );
   const release = db.prepare<[number, bigint, string]>(
     'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
@@ -194,16 +165,32 @@ export function outboxWriter(db: Database.Database) {
     return disabled;
   };
 
-  /** Gives the waiting events to the endpoints subscribed; disables those that fell too far behind. */
+  /**
+   * Gives the events logged since the last fan-out to the endpoints
+   * subscribed, and disables those that fell too far behind. With no active
+   * endpoint the position moves to the newest event at once.
+   */
   const fanOutEvents = (now: number, maxPending: number): void => {
-    const events = newEvents.all(FAN_OUT_BATCH);
-    if (events.length === 0) return;
-    for (const e of events) {
-      const at = { owner: e.owner, type: e.type };
-      fanOut.run({ ...at, id: e.plant_id, name: e.name, tag: e.tag, at: e.occurred_at });
-      countIn.run(at);
+    let from = fannedOut.get()!;
+    if (anyEndpoint.get() !== 1) {
+      const last = newest.get() ?? from;
+      if (last > from) moveTo.run(last);
+      return;
     }
-    forget.run(events[events.length - 1]!.seq);
+    let added = 0;
+    for (let step = 0; step < FAN_OUT_STEPS && added < FAN_OUT_DELIVERIES; step++) {
+      const to = stepEnd.get(from, FAN_OUT_EVENTS);
+      if (to === null || to === undefined) break;
+      const counts = new Map<string, number>();
+      for (const endpoint of fanOut.all({ from, to })) counts.set(endpoint, (counts.get(endpoint) ?? 0) + 1);
+      for (const [endpoint, n] of counts) {
+        countIn.run(n, endpoint);
+        added += n;
+      }
+      moveTo.run(to);
+      from = to;
+    }
+    if (added === 0) return;
     for (const id of overfull.all(maxPending)) {
       disableEndpoint(id, tooManyPendingReason(maxPending, new Date(now)), now);
     }
@@ -255,8 +242,12 @@ export function outboxWriter(db: Database.Database) {
     const s: DeliverySettlement = op.settlement;
     switch (s.kind) {
       case 'delivered':
-      case 'drop': {
-        const gone = remove.get(op.seq, op.claim) as { endpoint_id: string } | undefined;
+      case 'give-up': {
+        const gone = (
+          s.kind === 'delivered'
+            ? remove.get(op.seq, op.claim)
+            : giveUp.get(op.now, NEVER_DUE, s.error, op.seq, op.claim)
+        ) as { endpoint_id: string } | undefined;
         if (gone) countOut.run(gone.endpoint_id);
         return gone !== undefined;
       }

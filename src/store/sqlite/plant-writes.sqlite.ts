@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
-import { eventRecorder, type OutboxOp, type OutboxResults } from './outbox-writes.sqlite.js';
+import type { OutboxOp, OutboxResults } from './outbox-writes.sqlite.js';
 import { boundLimit } from './bound-limit.js';
 
 /** A plant as a create op carries it to the writer thread. */
@@ -57,14 +57,13 @@ export const INSERT_PLANT =
 
 /**
  * The plant writes as plain statements on one connection; the caller owns the
- * transaction. A write that changed a plant also records its webhook events,
- * in the same transaction. A batch runs in a savepoint of its own, so that
- * when it stores nothing (a conflict, the cap) the other writes of the same
- * transaction keep theirs. Call newBatch() before each transaction.
+ * transaction. A write that changed a plant also logs its event (one row in
+ * plant_events, which live streams read and webhook deliveries fan out
+ * from), in the same transaction. A batch runs in a savepoint of its own, so
+ * that when it stores nothing (a conflict, the cap) the other writes of the
+ * same transaction keep theirs.
  */
-export function plantWriter(db: Database.Database): ((op: PlantOp) => WriteResults[PlantOp['kind']]) & {
-  newBatch(): void;
-} {
+export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResults[PlantOp['kind']] {
   const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
   const find = db.prepare<[string, bigint], StoredPlant>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
   // Counted only up to the cap (plus one), so a check costs at most the cap's rows of the index.
@@ -79,13 +78,11 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => WriteResul
     .prepare<[string, bigint], bigint>('DELETE FROM plants WHERE owner = ? AND id = ? RETURNING seq')
     .pluck()
     .safeIntegers(true);
-  const events = eventRecorder(db);
   const log = db.prepare<[string, string, bigint, string | null, string | null, number]>(
     'INSERT INTO plant_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
   const create = (owner: string, { id, name, tag }: PlantRow): CreateOutcome => {
     if (insert.run(owner, id, name, tag).changes === 1) {
-      events.record('plant.created', owner, id, name, tag);
       log.run(owner, 'plant.created', id, name, tag, Date.now());
       return 'created';
     }
@@ -138,11 +135,10 @@ export function plantWriter(db: Database.Database): ((op: PlantOp) => WriteResul
     if (op.kind === 'create-batch') return createBatch(op);
     const seq = remove.get(op.owner, op.id);
     if (seq === undefined) return undefined;
-    events.record('plant.deleted', op.owner, op.id, null, null);
     log.run(op.owner, 'plant.deleted', op.id, null, null, Date.now());
     return seq;
   };
-  return Object.assign(write, { newBatch: () => events.newBatch() });
+  return write;
 }
 
 /**
@@ -193,6 +189,38 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
     'INSERT INTO plant_events_owner_pruned (owner, up_to) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET up_to = max(up_to, excluded.up_to)',
   );
   const removeOwner = db.prepare<[string, bigint]>('DELETE FROM plant_events WHERE owner = ? AND id <= ?');
+  // Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
+  const forgetFailed = db.prepare<[number]>('DELETE FROM webhook_deliveries WHERE failed_at < ?');
+  // Webhook delivery's needs: the events not yet fanned out (when an
+  // endpoint could want them), and every event a delivery refers to, pending
+  // or failed. Pruning stops below the oldest of them. With no active
+  // endpoint, nothing is to be fanned out: the position moves to the newest.
+  const noEndpoint = db
+    .prepare<[], number>('SELECT NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
+    .pluck();
+  const passFanOut = db.prepare(
+    'UPDATE webhook_fan_out SET up_to = max(up_to, coalesce((SELECT max(id) FROM plant_events), 0))',
+  );
+  const needed = db
+    .prepare<[], bigint | null>(
+      `SELECT min((SELECT up_to + 1 FROM webhook_fan_out), coalesce((SELECT min(event) FROM webhook_deliveries), ${Number.MAX_SAFE_INTEGER}))`,
+    )
+    .pluck()
+    .safeIntegers(true);
+  const ownerNeeded = db
+    .prepare<{ owner: string }, bigint | null>(
+      `SELECT min(
+         coalesce(CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints WHERE owner = @owner AND disabled_at IS NULL)
+           THEN (SELECT up_to + 1 FROM webhook_fan_out) END, ${Number.MAX_SAFE_INTEGER}),
+         coalesce((SELECT min(d.event) FROM webhook_endpoints e JOIN webhook_deliveries d ON d.endpoint_id = e.id
+           WHERE e.owner = @owner), ${Number.MAX_SAFE_INTEGER}))`,
+    )
+    .pluck()
+    .safeIntegers(true);
+  const ownerBelow = db
+    .prepare<[string, bigint], bigint | null>('SELECT max(id) FROM plant_events WHERE owner = ? AND id < ?')
+    .pluck()
+    .safeIntegers(true);
   /** Every owner of the events up to this id has been looked at. */
   let lookedUpTo = 0n;
 
@@ -203,6 +231,8 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
     for (const [id, at] of rows) if (at < BigInt(before)) upTo = id;
     const last = newest.get()!;
     if (upTo > last - 1n) upTo = last - 1n;
+    const keep = needed.get()!;
+    if (upTo > keep - 1n) upTo = keep - 1n;
     const removed = lastRemoved.get(upTo);
     if (removed === null || removed === undefined) return 0;
     mark.run(removed);
@@ -214,6 +244,8 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
   return ({ before, keep: asked }) => {
     // Each owner keeps its newest event at least, so the log's newest stays.
     const keep = Math.max(1, asked);
+    forgetFailed.run(before);
+    if (noEndpoint.get() === 1) passFanOut.run();
     const aged = byAge(before);
     let capped = 0;
     let scanned = 0n;
@@ -225,8 +257,15 @@ export function eventPruner(db: Database.Database): (op: EventPruneOp) => { remo
       const wanted = ownerBeyondKept.get(owner, keep);
       if (wanted === undefined) continue;
       const chunkEnd = ownerChunkEnd.get(owner, EVENT_PRUNE_CHUNK)!;
-      const upTo = wanted < chunkEnd ? wanted : chunkEnd;
-      if (upTo < wanted) ownerLeft = true;
+      let upTo = wanted < chunkEnd ? wanted : chunkEnd;
+      // An event webhook delivery still needs stays, and those after it: the
+      // owner is looked at again when it logs more.
+      const need = ownerNeeded.get({ owner })!;
+      if (upTo >= need) {
+        const below = ownerBelow.get(owner, need);
+        if (below === null || below === undefined) continue;
+        upTo = below;
+      } else if (upTo < wanted) ownerLeft = true;
       markOwner.run(owner, upTo);
       capped += removeOwner.run(owner, upTo).changes;
     }

@@ -7,6 +7,7 @@ import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
 import { SqliteEventLog } from './events-store.sqlite.js';
+import { SqliteEventSignal } from './event-signal.sqlite.js';
 import { fileIdentity, storeFileProblem, type FileIdentity } from './store-file.js';
 import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
@@ -54,8 +55,7 @@ export class SqliteStore implements Store {
   readonly webhooks: SqliteWebhookStore;
   readonly outbox: SqliteOutboxStore;
   readonly events: SqliteEventLog;
-  // Processes on one file share no channel (with --workers, the workers tell each other instead).
-  readonly eventSignal = undefined;
+  readonly eventSignal: SqliteEventSignal;
   readonly #writer: WriterThread;
   readonly #ping: Database.Statement;
   readonly #dataVersion: Database.Statement;
@@ -80,6 +80,8 @@ export class SqliteStore implements Store {
     this.events = new SqliteEventLog(db, this.#writer);
     this.#ping = db.prepare('SELECT 1');
     this.#dataVersion = db.prepare('PRAGMA data_version').pluck();
+    // Every process on the file, workers and separate instances alike.
+    this.eventSignal = new SqliteEventSignal(options.path);
   }
 
   /**
@@ -119,6 +121,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.eventSignal.close();
     await this.#writer.close();
     if (this.db.open) this.db.close();
   }

@@ -42,12 +42,14 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #all: Database.Statement<[], EndpointRow>;
   readonly #remove: Database.Statement<[string]>;
   readonly #get: Database.Statement<[string], EndpointRow & { secret: Buffer }>;
+  readonly #redeliver: Database.Transaction<(id: string) => number | undefined>;
 
   constructor(db: Database.Database) {
     // The count and the insert are one statement: two adds at once cannot both pass the cap.
+    // The endpoint gets the events logged after it (one writer: none can appear below the newest).
     this.#insert = db.prepare(
-      `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at)
-       SELECT ?, ?, ?, ?, ?, ?, ?
+      `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
+       SELECT ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) FROM plant_events)
        WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL) < ?`,
     );
     this.#all = db.prepare(
@@ -60,6 +62,34 @@ export class SqliteWebhookStore implements WebhookStore {
       `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
        FROM webhook_endpoints WHERE id = ?`,
     );
+    const active = db
+      .prepare<[string], number>('SELECT disabled_at IS NULL FROM webhook_endpoints WHERE id = ?')
+      .pluck();
+    // Due at once, before the newer deliveries, in the order they were fanned out (claims go by next_attempt_at, seq).
+    const requeue = db.prepare<[string]>(
+      `UPDATE webhook_deliveries SET failed_at = NULL, attempts = 0, next_attempt_at = 0, claim = NULL
+       WHERE endpoint_id = ? AND failed_at IS NOT NULL`,
+    );
+    // A claim in progress keeps its lease; it ends it as usual, and the queued deliveries are due at the next.
+    const countIn = db.prepare<[number, number, string]>(
+      `UPDATE webhook_endpoints SET pending = pending + ?,
+         retry_at = CASE WHEN claim IS NULL THEN min(retry_at, ?) ELSE retry_at END, failures = 0
+       WHERE id = ?`,
+    );
+    // One IMMEDIATE transaction: the write lock first, so a claim cannot settle between the two statements.
+    this.#redeliver = db.transaction((id: string): number | undefined => {
+      const state = active.get(id);
+      if (state === undefined) return undefined;
+      // A disabled endpoint's deliveries were all dropped when it was disabled.
+      if (state !== 1) return 0;
+      const n = requeue.run(id).changes;
+      if (n > 0) countIn.run(n, Date.now(), id);
+      return n;
+    });
+  }
+
+  async redeliver(id: string): Promise<number | undefined> {
+    return this.#redeliver.immediate(id);
   }
 
   async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
@@ -102,11 +132,14 @@ export class SqliteOutboxStore implements OutboxStore {
     db: Database.Database,
     private readonly writer: WriterThread,
   ) {
-    // Endpoints waiting out a backoff or held by a claim are not due, so their
-    // waiting events cost a poll nothing (the partial index webhook_endpoints_due).
+    // Events logged since the last fan-out are worth a claim when an endpoint
+    // could want them. Endpoints waiting out a backoff or held by a claim are
+    // not due, so their waiting events cost a poll nothing (the partial index
+    // webhook_endpoints_due).
     this.#anyDue = db
       .prepare<[number], number>(
-        `SELECT EXISTS (SELECT 1 FROM webhook_events)
+        `SELECT ((SELECT max(id) FROM plant_events) > (SELECT up_to FROM webhook_fan_out)
+             AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL))
            OR EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ?)`,
       )
       .pluck();

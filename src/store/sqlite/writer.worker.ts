@@ -12,8 +12,9 @@
 // Committing on the main thread with synchronous=NORMAL and only the WAL's
 // fsync on another thread was neither faster nor shorter-tailed in `owners`
 // (README, Performance), and it shows a write before its fsync.
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { Worker, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
+import type { CheckpointerRequest } from './checkpointer.worker.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { outboxWriter } from './outbox-writes.sqlite.js';
@@ -68,8 +69,18 @@ interface Connection {
   seen: unknown;
 }
 
+/**
+ * The log's length past which this connection checkpoints its own commits,
+ * as SQLite's automatic checkpoint does: only when the checkpoint thread
+ * falls behind (or readers hold the log, so that it cannot be started over).
+ * 16,000 pages: about 64 MB of log with 4 kB pages.
+ */
+export const WAL_BEHIND_PAGES = 16_000;
+
 const options = workerData as WriterData;
 let connection: Connection | undefined;
+/** The checkpoint thread, started with the first connection; told of every commit. */
+let checkpointer: Worker | undefined;
 let lastFailure: WriteFailure | undefined;
 let backoffMs = 0;
 let retryAt = 0;
@@ -90,6 +101,8 @@ function connect(waitOutBackoff = true): Connection | WriteFailure {
   try {
     // mustExist: never create a new, empty file where the store was.
     const db = openSqlite({ ...options, mustExist: true });
+    db.pragma(`wal_autocheckpoint = ${WAL_BEHIND_PAGES}`);
+    checkpointer ??= startCheckpointer();
     const dataVersion = db.prepare('PRAGMA data_version').pluck();
     const plants = plantWriter(db);
     const outbox = outboxWriter(db);
@@ -106,6 +119,21 @@ function connect(waitOutBackoff = true): Connection | WriteFailure {
     return setBack(failure(error));
   }
 }
+
+function startCheckpointer(): Worker {
+  const { path, durability } = options;
+  const worker = new Worker(new URL('./checkpointer.worker.js', import.meta.url), {
+    workerData: { path, durability } satisfies SqliteOptions,
+  });
+  // Should it stop, the writer connection checkpoints by itself past WAL_BEHIND_PAGES; the next connection starts another.
+  worker.on('error', () => {});
+  worker.on('exit', () => {
+    if (checkpointer === worker) checkpointer = undefined;
+  });
+  return worker;
+}
+
+const tellCheckpointer = (request: CheckpointerRequest) => checkpointer?.postMessage(request);
 
 /** Drops the connection after a failure that was not the write's fault, and waits before the next try. */
 function setBack(why: WriteFailure): WriteFailure {
@@ -149,13 +177,15 @@ function foreign(): boolean {
 function commit(ops: WriteOp[]): Outcome[] {
   const c = gone() ?? connect();
   if (!('db' in c)) return ops.map(() => ({ ok: false, error: c }));
-  c.plants.newBatch();
   const outcomes: Outcome[] = c.writes
     .commitNow(ops.map((op) => () => c.write(op)))
     .map((s) => (s.ok ? s : { ok: false, error: failure(s.error) }));
   const stuck = outcomes.find((o) => !o.ok && cannotWrite(o.error.code));
   if (stuck && !stuck.ok) setBack(stuck.error);
-  else if (outcomes.some((o) => o.ok)) recovered();
+  else if (outcomes.some((o) => o.ok)) {
+    recovered();
+    tellCheckpointer('commit');
+  }
   return outcomes;
 }
 
@@ -174,6 +204,7 @@ function probe(): Settled<true, WriteFailure> {
 
 parentPort!.on('message', (request: WriterRequest) => {
   if (request === 'close') {
+    tellCheckpointer('close');
     connection?.db.close();
     options.replies.close();
     parentPort!.close();
