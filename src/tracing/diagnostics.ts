@@ -1,4 +1,4 @@
-import { DiagLogLevel, diag, type DiagLogger } from '@opentelemetry/api';
+import { DiagLogLevel, ROOT_CONTEXT, context, diag, type DiagLogger } from '@opentelemetry/api';
 import { withoutPassword } from '../db-url.js';
 import type { TracingProblem } from './tracing.js';
 
@@ -107,7 +107,9 @@ export function routeDiagnostics(secrets: readonly string[]): {
   const take = (...args: unknown[]) => {
     try {
       const problem = problemOf(args, secrets);
-      if (report) report(problem);
+      // Outside any span: the batch's timer may run in the context of the request that started it, whose span the
+      // line would otherwise name.
+      if (report) context.with(ROOT_CONTEXT, () => report!(problem));
       else if (kept.length < KEPT_BEFORE_REPORT) kept.push(problem);
     } catch {
       // Nothing else can be told about it.
@@ -119,7 +121,7 @@ export function routeDiagnostics(secrets: readonly string[]): {
   return {
     reportTo(next) {
       report = next;
-      for (const problem of kept.splice(0)) next(problem);
+      for (const problem of kept.splice(0)) context.with(ROOT_CONTEXT, () => next(problem));
     },
     stop() {
       report = undefined;

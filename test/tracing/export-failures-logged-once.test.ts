@@ -74,6 +74,7 @@ describe('export failures', () => {
       assert.equal(lines.length, 1, JSON.stringify(lines));
       const [line] = lines;
       assert.equal(line!.level, 40, 'warn');
+      assert.equal(line!.trace_id, undefined, 'the line names no request span');
       assert.match(String(line!.msg), /OTLPExporterError: Internal Server Error \(code 500\)/);
       assert.match(String(line!.msg), /the receiver answered: collector unavailable for \*\*\*/);
       assert.equal(line!.tracesEndpoint, `${otlp.endpoint.replace('http://', 'http://***@')}/v1/traces`);
