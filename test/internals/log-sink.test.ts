@@ -1,0 +1,51 @@
+// The log sink's drain at exit: every line written so far reaches the
+// destination before it resolves, and a drain with nothing waiting resolves
+// at once.
+import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LogSink } from '../../src/app/log-sink.js';
+import { after, describe, it } from '../helpers/requirements.js';
+
+describe('LogSink.drain', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-log-sink-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const open = (name: string) => {
+    const path = join(dir, name);
+    return { path, fd: openSync(path, 'w') };
+  };
+
+  it('writes every buffered line before it resolves, though none filled the buffer', async () => {
+    const { path, fd } = open('buffered.log');
+    const sink = new LogSink({ fd, minLength: 1 << 20 });
+    const lines = Array.from({ length: 500 }, (_, i) => `{"n":${i}}\n`);
+    for (const line of lines) sink.write(line);
+    assert.equal(readFileSync(path, 'utf8'), '', 'still buffered');
+    await sink.drain(5000);
+    assert.equal(readFileSync(path, 'utf8'), lines.join(''));
+    closeSync(fd);
+  });
+
+  it('also waits for lines written while it drains', async () => {
+    const { path, fd } = open('during.log');
+    const sink = new LogSink({ fd, minLength: 64 });
+    for (let i = 0; i < 100; i++) sink.write(`{"before":${i}}\n`);
+    const drained = sink.drain(5000);
+    sink.write('{"last":true}\n');
+    await drained;
+    const text = readFileSync(path, 'utf8');
+    assert.equal(text.split('\n').filter(Boolean).length, 101);
+    assert.ok(text.endsWith('{"last":true}\n'));
+    closeSync(fd);
+  });
+
+  it('resolves at once with nothing waiting', async () => {
+    const { fd } = open('idle.log');
+    const sink = new LogSink({ fd, minLength: 0 });
+    const started = performance.now();
+    await sink.drain(5000);
+    assert.ok(performance.now() - started < 100);
+    closeSync(fd);
+  });
+});
