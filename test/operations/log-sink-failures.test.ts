@@ -27,8 +27,23 @@ interface Served {
   stderr: () => string;
 }
 
-/** Starts `serve --access-log` with stdout on `stdout`, and waits until it answers. */
+/**
+ * Starts `serve --access-log` with stdout on `stdout`, and waits until it
+ * answers. Its ports are picked here (with stdout lost, the log cannot tell
+ * them), so another test's process may take one first: then again, on others.
+ */
 async function serve(db: string, stdout: number | 'pipe'): Promise<Served> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // A store of its own each time, so that each start makes (and prints) the first token.
+      return await serveOnFreePorts(attempt === 1 ? db : `${db}.${attempt}`, stdout);
+    } catch (error) {
+      if (attempt === 3 || !/EADDRINUSE/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function serveOnFreePorts(db: string, stdout: number | 'pipe'): Promise<Served> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const args = ['--db', db, '--host', '127.0.0.1', '--port', String(port), '--admin-port', String(adminPort)];
   const child = spawn(process.execPath, [CLI_PATH, 'serve', '--access-log', ...args], {
