@@ -106,23 +106,34 @@ function deliveryLoop(store: Store, retryDelayMs?: (attempt: number) => number |
   return loop;
 }
 
-describeEachStore('webhooks: one event log', (fx) => {
+/** Receivers and delivery loops a suite starts, each stopped after its test. */
+function stoppedAfterEach() {
   const loops: DeliveryLoop[] = [];
   const receivers: WebhookReceiver[] = [];
-  afterEach(async () => {
+  const stopLoops = async () => {
     for (const loop of loops.splice(0)) await loop.stop();
+  };
+  afterEach(async () => {
+    await stopLoops();
     for (const r of receivers.splice(0)) await r.stop();
   });
-  const receiver = async () => {
-    const r = await new WebhookReceiver().start();
-    receivers.push(r);
-    return r;
+  return {
+    stopLoops,
+    receiver: async () => {
+      const r = await new WebhookReceiver().start();
+      receivers.push(r);
+      return r;
+    },
+    startLoop: (store: Store, retryDelayMs?: (attempt: number) => number | undefined) => {
+      const loop = deliveryLoop(store, retryDelayMs);
+      loops.push(loop);
+      return loop;
+    },
   };
-  const startLoop = (store: Store, retryDelayMs?: (attempt: number) => number | undefined) => {
-    const loop = deliveryLoop(store, retryDelayMs);
-    loops.push(loop);
-    return loop;
-  };
+}
+
+describeEachStore('webhooks: one event log', (fx) => {
+  const { receiver, startLoop, stopLoops } = stoppedAfterEach();
 
   it('a write logs one event row, with or without endpoints, and no other row for webhooks', LIMIT, async () => {
     const store = await fx.open();
@@ -205,7 +216,7 @@ describeEachStore('webhooks: one event log', (fx) => {
 
       // Failed again, then past the age limit: forgotten, with their events.
       await eventually(async () => (await pendingOf(store, id)) === 0, 10_000, { what: 'the deliveries settled' });
-      for (const loop of loops.splice(0)) await loop.stop();
+      await stopLoops();
       rx.answer = () => ({ status: 500 });
       await store.plants.create('failing', { id: 4n, name: 'failing 4' });
       const again = startLoop(store, () => undefined);
@@ -220,17 +231,7 @@ describeEachStore('webhooks: one event log', (fx) => {
 
 // A database of its own: the schema of migration 0008, with data in both tables.
 describeEachStore('webhooks: the upgrade to one event log', (fx) => {
-  const loops: DeliveryLoop[] = [];
-  const receivers: WebhookReceiver[] = [];
-  afterEach(async () => {
-    for (const loop of loops.splice(0)) await loop.stop();
-    for (const r of receivers.splice(0)) await r.stop();
-  });
-  const receiver = async () => {
-    const r = await new WebhookReceiver().start();
-    receivers.push(r);
-    return r;
-  };
+  const { receiver, startLoop } = stoppedAfterEach();
 
   it('upgrades from the schema with a separate webhook event table, keeping what waited', LIMIT, async () => {
     const { box } = readOrCreateKeyFile(keyPath);
@@ -331,7 +332,7 @@ describeEachStore('webhooks: the upgrade to one event log', (fx) => {
     // Pruning keeps what the deliveries need.
     await pruneAll(store, 1);
 
-    loops.push(deliveryLoop(store));
+    startLoop(store);
     await rx.waitFor((all) => all.filter((r) => r.status === 204).length === 2, 10_000, 'the two waiting events');
     const got = rx.requests.map((r) => ({
       id: r.headers['webhook-id'],
