@@ -245,10 +245,15 @@ describe('SQLite store faults', () => {
           // The worker that answers may be the other one, still committing into log space it already has
           // (the log is written from its start again once checkpointed): it is not ready once its writes fail too.
           let more = 50_000;
-          await eventually(async () => (await answer(more++)).status === 503 && (await readyz(server!)) === 503, 5000, {
-            stepMs: 20,
-            what: '/readyz to answer 503 on a full disk',
-          });
+          // It reuses log space checkpointed by its own thread until a checkpoint cannot grow the file: seconds more.
+          await eventually(
+            async () => (await answer(more++)).status === 503 && (await readyz(server!)) === 503,
+            15_000,
+            {
+              stepMs: 20,
+              what: '/readyz to answer 503 on a full disk',
+            },
+          );
         } else assert.equal(await readyz(server), 503);
 
         // Room for some writes again, but less than the 1 MiB a store wants before it probes by itself.
