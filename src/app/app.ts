@@ -251,7 +251,6 @@ async function assemble(
     plants: store.plants,
     listDefaultLimit: config.listDefaultLimit,
     listMaxLimit: config.listMaxLimit,
-    listCacheBytes: config.listCacheBytes,
     authenticate,
     // Streams here look at once; those of the other processes once the word reaches them.
     changed: () => {

@@ -5,6 +5,8 @@ import type { Config, Durability, PgPooler } from './schema.js';
 export interface SqliteConfig {
   path: string;
   durability: Durability;
+  /** Memory for reusing unchanged list pages (--list-cache-bytes); 0: none. */
+  listCacheBytes: number;
 }
 
 /** What the PostgreSQL store needs from the settings. */
@@ -25,7 +27,8 @@ export type StoreConfig = { kind: 'sqlite'; sqlite: SqliteConfig } | { kind: 'po
 
 /** The store that --db names, with the settings that store uses. */
 export function storeConfig(
-  config: Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> & Partial<Pick<Config, 'pgPooler'>>,
+  config: Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
+    Partial<Pick<Config, 'pgPooler' | 'listCacheBytes'>>,
 ): StoreConfig {
   if (isPostgresUrl(config.db)) {
     return {
@@ -39,7 +42,11 @@ export function storeConfig(
       },
     };
   }
-  return { kind: 'sqlite', sqlite: { path: config.db, durability: config.durability } };
+  // A store opened without the setting (a tool that serves no lists) keeps no pages.
+  return {
+    kind: 'sqlite',
+    sqlite: { path: config.db, durability: config.durability, listCacheBytes: config.listCacheBytes ?? 0 },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../http/errors.js';
-import { entityTag, notModified } from '../http/etag.js';
+import { notModified } from '../http/etag.js';
 import type { Authenticate } from '../auth/bearer.js';
 import {
   ConditionalGetHeaders,
@@ -14,16 +14,14 @@ import {
 } from '../schemas/plant.js';
 import { NewPlantOrBatch } from '../schemas/plant-batch.js';
 import { errorResponses } from '../schemas/responses.js';
-import type { PlantLimits, PlantStore } from '../store/store.js';
-import { ListPages, type ListedPage } from './page-cache.js';
+import { entityTag } from '../store/entity-tag.js';
+import type { JsonPage, PlantLimits, PlantStore } from '../store/store.js';
 import { createBatch } from './plant-batch.js';
 
 export interface PlantRoutesOptions {
   plants: PlantStore;
   listDefaultLimit: number;
   listMaxLimit: number;
-  /** Memory for reusing unchanged pages; 0 turns reuse off. */
-  listCacheBytes: number;
   /** The bearer check for a scope, as an onRequest hook. */
   authenticate: Authenticate;
   /** Told after every create or delete that changed a plant (live streams look for its event at once). */
@@ -45,7 +43,8 @@ const ETAG_HEADER = {
   etag: {
     type: 'string',
     description:
-      'A strong entity tag of this answer (a digest of its body and Link). Send it back in If-None-Match: while ' +
+      "A strong entity tag of this answer (a digest of its body, and of a list page's next cursor). Send it back in " +
+      'If-None-Match: while ' +
       'the answer is the same, the server answers 304 with no body; any write that changes the answer changes it.',
   },
 } as const;
@@ -65,8 +64,22 @@ function sendTagged(request: FastifyRequest, reply: FastifyReply, body: string, 
   return reply.type('application/json; charset=utf-8').send(body);
 }
 
-function sendPage(request: FastifyRequest, reply: FastifyReply, page: ListedPage): FastifyReply {
-  if (page.link !== undefined) void reply.header('link', page.link);
+/** A list page, with the URL of the next page (the same list and limit, after its cursor) when more plants remain. */
+function sendPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  page: JsonPage,
+  limit: number,
+  tag: string | undefined,
+): FastifyReply {
+  const { next } = page;
+  if (next !== undefined) {
+    const url =
+      tag === undefined
+        ? `/plants?limit=${limit}&cursor=${next}`
+        : `/plants?limit=${limit}&tag=${encodeURIComponent(tag)}&cursor=${next}`;
+    void reply.header('link', `<${url}>; rel="next"`);
+  }
   return sendTagged(request, reply, page.body, page.etag);
 }
 
@@ -76,14 +89,12 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
     plants,
     listDefaultLimit,
     listMaxLimit,
-    listCacheBytes,
     authenticate,
     changed = () => {},
     maxBatch = 1000,
     maxPlantsPerOwner = null,
   },
 ) => {
-  const pages = new ListPages(plants, listCacheBytes);
   const limits: PlantLimits | undefined = maxPlantsPerOwner === null ? undefined : { maxPlants: maxPlantsPerOwner };
   const body = NewPlantOrBatch(maxBatch);
 
@@ -156,9 +167,11 @@ export const plantRoutes: FastifyPluginAsync<PlantRoutesOptions> = async (
     (request, reply) => {
       const { cursor, tag } = request.query;
       const limit = Math.min(request.query.limit ?? listDefaultLimit, listMaxLimit);
-      // The store writes the body as the 200 schema above would.
-      const page = pages.page(request.principal.owner, limit, cursor, tag);
-      return page instanceof Promise ? page.then((p) => sendPage(request, reply, p)) : sendPage(request, reply, page);
+      // The store writes the body as the 200 schema above would, and may answer from memory without a promise.
+      const page = plants.page(request.principal.owner, limit, cursor, tag === undefined ? undefined : { tag });
+      return page instanceof Promise
+        ? page.then((p) => sendPage(request, reply, p, limit, tag))
+        : sendPage(request, reply, page, limit, tag);
     },
   );
 

@@ -4,7 +4,7 @@ import type { Store } from './store.js';
 
 /** The settings that say which store to open and how to connect to it. */
 export type StoreSettings = Pick<Config, 'db' | 'durability' | 'pgPoolSize' | 'pgStatementTimeoutMs'> &
-  Partial<Pick<Config, 'pgPooler'>>;
+  Partial<Pick<Config, 'pgPooler' | 'listCacheBytes'>>;
 
 export interface OpenOptions {
   /** Refuse to create a new SQLite file (tools that manage an existing store: a typo must not create an empty one). */

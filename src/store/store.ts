@@ -15,39 +15,17 @@ export interface PlantRecord {
 /** created: stored now; replayed: same id with identical content already stored; conflict: same id, other content. */
 export type CreateOutcome = 'created' | 'replayed' | 'conflict';
 
-/** A list page as it goes out: the JSON array of its plants, as the 200 schema serializes them. */
-export interface JsonPage {
-  body: string;
-  /** Opaque position after the last plant of this page; absent on the last page. */
-  next?: string;
-  /**
-   * Where the page lies in the list, in the store's positions: after `from`,
-   * up to and including `to`. With a `next`, `to` is the first plant after
-   * the page: deleting it may leave no next page, so it changes this one.
-   */
-  span?: { from: bigint; to: bigint };
-}
-
-/** A plant deleted through this process: the version it was deleted at, and its position in the list. */
-export interface Deletion {
-  readonly at: number;
-  readonly position: bigint;
-}
-
 /**
- * An owner's plants as of some moment, for list page reuse. Versions only
- * grow, and every change gets one never given before. A page read at version
- * `v` (the owner's `appended` then) is still right while `changed` <= v,
- * `appended` <= v unless the page had a next page, and no later deletion
- * lies within its span.
+ * A list page as it goes out: the JSON array of its plants, as the 200
+ * schema serializes them, the cursor of the next page, and the page's
+ * entity tag. A store may hand the same page to many requests: read only.
  */
-export interface ChangeVersion {
-  /** Moves with anything that can change any page and is not in `deletions`: an import, another connection's commit. */
-  readonly changed: number;
-  /** Moves with every change. A create appends, so it changes only the last page of the list. */
-  readonly appended: number;
-  /** The latest deletions, oldest first; older ones have moved `changed`. */
-  readonly deletions: readonly Deletion[];
+export interface JsonPage {
+  readonly body: string;
+  /** Opaque position after the last plant of this page; absent on the last page. */
+  readonly next?: string;
+  /** A strong entity tag of the body and `next` (entityTag), made once when the page is read. */
+  readonly etag: string;
 }
 
 /** Which of an owner's plants a list holds: all of them, or only those with this tag. */
@@ -66,23 +44,17 @@ export interface PlantStore {
   createMany(owner: string, plants: readonly NewPlantRecord[], limits?: PlantLimits): Promise<BatchOutcome>;
   /**
    * A page of one owner's plants in insertion order, after `cursor` (an
-   * opaque `next` from an earlier page), as the JSON body a response sends.
-   * With `filter`, only the plants with that tag; a cursor works only in
-   * the list (filtered the same way, or not at all) that issued it.
+   * opaque `next` from an earlier page), ready to send. With `filter`, only
+   * the plants with that tag; a cursor works only in the list (filtered the
+   * same way, or not at all) that issued it. A store that can tell a page is
+   * unchanged since it read it may answer from memory, without a promise
+   * (SQLite, with --list-cache-bytes); failures always come as a rejection.
    */
-  page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage>;
+  page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): JsonPage | Promise<JsonPage>;
   /** The owner's plant with this id, or undefined when the owner has none (another owner's is none too). */
   get(owner: string, id: bigint): Promise<PlantRecord | undefined>;
   /** True when a plant was deleted, false when the owner has no plant with that id. */
   delete(owner: string, id: bigint): Promise<boolean>;
-  /**
-   * The version of this owner's plants, which moves whenever one of them may
-   * have changed, through this process or another; undefined when the store
-   * cannot tell at this moment. Read its numbers at once: the store may
-   * update the object. Stores that cannot tell cheaply leave it out, and
-   * their list pages are never reused.
-   */
-  changeEpoch?(owner: string): ChangeVersion | undefined;
   /**
    * Stores many plants of one owner in one transaction, skipping ids the
    * owner has already; for loading data (imports, benchmarks), not requests.

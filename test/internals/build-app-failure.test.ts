@@ -84,9 +84,13 @@ describeOnStore('sqlite', 'buildApp after a failed step', (fx: StoreFixture) => 
 
   it('stops what it started when a plugin registered late fails', async () => {
     const fetchesBefore = issuer.jwksFetches;
-    // The list page cache (registered with the plant routes, after the rate
-    // limits and the JWT verifier) takes only a whole number of bytes.
-    const { resourcesBefore, lines } = await failedBuild({ listCacheBytes: 0.5 }, /maxSize must be a positive integer/);
+    // The cap on plants per owner is first read by the plant routes, registered
+    // after the rate limits, the JWT verifier and the event feed: a value the
+    // settings would never let through (a symbol) fails them there.
+    const { resourcesBefore, lines } = await failedBuild(
+      { maxPlantsPerOwner: Symbol('not a number') as unknown as number },
+      /Cannot convert a Symbol value to a string/,
+    );
     assert.ok(
       lines.some((l) => /Redis is unreachable/.test(l)),
       'the rate limits had started connecting to Redis',

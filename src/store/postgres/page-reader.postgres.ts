@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { CursorCodec, Position } from '../cursor.js';
+import { entityTag } from '../entity-tag.js';
 import type { JsonPage } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
 import { withClient } from './db-connect.postgres.js';
@@ -151,13 +152,17 @@ export class PageReader {
       for (const [n, body, at, id] of rows) {
         const pages = waiting[Number(n) - 1]!;
         if (at !== null && id !== null) followed.push([pages, body, at, id]);
-        else for (const { resolve } of pages) resolve({ body });
+        else {
+          const page = { body, etag: entityTag(body, '') };
+          for (const { resolve } of pages) resolve(page);
+        }
       }
       if (followed.length === 0) return;
       const codec = await this.cursors();
       for (const [pages, body, at, id] of followed) {
         const { owner, tag } = pages[0]!;
-        const page = { body, next: codec.encode(owner, { at: BigInt(at), id: BigInt(id) }, tag) };
+        const next = codec.encode(owner, { at: BigInt(at), id: BigInt(id) }, tag);
+        const page = { body, next, etag: entityTag(body, next) };
         for (const { resolve } of pages) resolve(page);
       }
     } catch (error) {

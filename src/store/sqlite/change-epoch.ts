@@ -1,5 +1,26 @@
 import type Database from 'better-sqlite3';
-import type { ChangeVersion, Deletion } from '../store.js';
+
+/** A plant deleted through this process: the version it was deleted at, and its position (seq) in the list. */
+export interface Deletion {
+  readonly at: number;
+  readonly position: bigint;
+}
+
+/**
+ * An owner's plants as of some moment, for list page reuse. Versions only
+ * grow, and every change gets one never given before. A page read at version
+ * `v` (the owner's `appended` then) is still right while `changed` <= v,
+ * `appended` <= v unless the page had a next page, and no later deletion
+ * lies within its span (page-cache.ts).
+ */
+export interface ChangeVersion {
+  /** Moves with anything that can change any page and is not in `deletions`: an import, another connection's commit. */
+  readonly changed: number;
+  /** Moves with every change. A create appends, so it changes only the last page of the list. */
+  readonly appended: number;
+  /** The latest deletions, oldest first; older ones have moved `changed`. */
+  readonly deletions: readonly Deletion[];
+}
 
 /** What ChangeEpoch needs from the writer thread. */
 export interface WriterProbe {

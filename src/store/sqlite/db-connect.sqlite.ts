@@ -5,7 +5,8 @@ import Database from 'better-sqlite3';
 import type { SqliteConfig } from '../../config.js';
 import { leaveMarker, refuseToStartOver, StoreFileMissingError } from './store-file.js';
 
-export interface SqliteOptions extends SqliteConfig {
+/** What a connection needs: the file and its durability. */
+export interface SqliteOptions extends Pick<SqliteConfig, 'path' | 'durability'> {
   /** Fail instead of creating the file (and its folder) when it does not exist. */
   mustExist?: boolean;
 }

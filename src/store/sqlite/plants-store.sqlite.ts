@@ -6,7 +6,6 @@ import {
   TooManyPlantsError,
   repeatedId,
   type BatchOutcome,
-  type ChangeVersion,
   type CreateOutcome,
   type JsonPage,
   type NewPlantRecord,
@@ -15,7 +14,9 @@ import {
   type PlantLimits,
   type PlantStore,
 } from '../store.js';
+import { entityTag } from '../entity-tag.js';
 import type { ChangeEpoch } from './change-epoch.js';
+import { ListPages, type ReadPage } from './page-cache.js';
 import { INSERT_PLANT } from './plant-writes.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 import { boundLimit } from './bound-limit.js';
@@ -33,7 +34,7 @@ const queryTime = dbQueryDuration.series('sqlite');
 // aggregate its rows in seq order; an ORDER BY inside group_concat would sort
 // them again in a temporary b-tree, a quarter of the page's cost. The plant
 // after a full page is named, not just known to exist: if it is deleted, the
-// page may have lost its next page (see JsonPage.span).
+// page may have lost its next page (see ReadPage.span).
 function pageSql(byTag: boolean): string {
   const where = `owner = @owner${byTag ? ' AND tag = @tag' : ''}`;
   return `SELECT p.body, p.last,
@@ -58,12 +59,17 @@ export class SqlitePlantStore implements PlantStore {
   readonly #pageByTag: Database.Statement<[{ owner: string; tag: string; after: bigint; limit: number }]>;
   readonly #get: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #cursors: CursorCodec;
+  readonly #pages: ListPages;
 
-  /** Reads use `db`; writes go to the writer thread, which has a connection of its own. */
+  /**
+   * Reads use `db`; writes go to the writer thread, which has a connection of
+   * its own. `listCacheBytes`: memory for reusing unchanged list pages (0: none).
+   */
   constructor(
     private readonly db: Database.Database,
     private readonly writer: WriterThread,
     private readonly changes: ChangeEpoch,
+    listCacheBytes: number,
   ) {
     this.#insert = db.prepare(INSERT_PLANT);
     this.#page = db.prepare(PAGE).raw(true).safeIntegers(true);
@@ -71,6 +77,9 @@ export class SqlitePlantStore implements PlantStore {
     this.#get = db.prepare(GET_PLANT);
     const key = db.prepare<[], { value: Buffer }>("SELECT value FROM secrets WHERE name = 'cursor_key'").get();
     this.#cursors = new CursorCodec(key!.value);
+    this.#pages = new ListPages(changes, listCacheBytes, (owner, limit, cursor, tag) =>
+      this.#read(owner, limit, cursor, tag),
+    );
   }
 
   // A closed store (shutting down) is unavailable, like an unreachable database.
@@ -107,19 +116,29 @@ export class SqlitePlantStore implements PlantStore {
     return result;
   }
 
-  async page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): Promise<JsonPage> {
-    this.#ensureOpen();
-    this.writer.poll();
-    const tag = filter?.tag;
+  // Answered without a promise: SQLite reads in this thread, and most pages come from memory.
+  page(owner: string, limit: number, cursor?: string, filter?: PlantFilter): JsonPage | Promise<JsonPage> {
+    try {
+      this.#ensureOpen();
+      // The writer thread's answers first: the owners it wrote, another connection's commits.
+      this.writer.poll();
+      return this.#pages.page(owner, limit, cursor, filter?.tag);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #read(owner: string, limit: number, cursor: string | undefined, tag: string | undefined): ReadPage {
     const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor, tag).at;
     const started = metricsOn ? performance.now() : 0;
     const row =
       tag === undefined ? this.#page.get({ owner, after, limit }) : this.#pageByTag.get({ owner, tag, after, limit });
     const [body, last, following] = row as PageRow;
     if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
-    if (following === null) return { body, span: { from: after, to: last ?? after } };
+    if (following === null)
+      return { page: { body, etag: entityTag(body, '') }, span: { from: after, to: last ?? after } };
     const next = this.#cursors.encode(owner, { at: last!, id: 0n }, tag);
-    return { body, next, span: { from: after, to: following } };
+    return { page: { body, next, etag: entityTag(body, next) }, span: { from: after, to: following } };
   }
 
   async get(owner: string, id: bigint): Promise<PlantRecord | undefined> {
@@ -133,12 +152,6 @@ export class SqlitePlantStore implements PlantStore {
   async delete(owner: string, id: bigint): Promise<boolean> {
     this.#ensureOpen();
     return (await this.writer.run({ kind: 'delete', owner, id })) !== undefined;
-  }
-
-  changeEpoch(owner: string): ChangeVersion | undefined {
-    this.#ensureOpen();
-    this.writer.poll();
-    return this.changes.current(owner);
   }
 
   async insertMany(owner: string, plants: Iterable<NewPlantRecord>): Promise<number> {

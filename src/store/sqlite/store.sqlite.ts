@@ -64,15 +64,17 @@ export class SqliteStore implements Store {
   readonly #path: string;
   readonly #opened: FileIdentity;
 
+  /** `listCacheBytes`: memory for reusing unchanged list pages (--list-cache-bytes; 0 or absent: none). */
   constructor(
     private readonly db: Database.Database,
     options: SqliteOptions,
+    listCacheBytes = 0,
   ) {
     const changes = new ChangeEpoch(db);
     this.#path = options.path;
     this.#opened = fileIdentity(options.path);
     this.#writer = new WriterThread({ ...options, opened: this.#opened }, changes);
-    this.plants = new SqlitePlantStore(db, this.#writer, changes);
+    this.plants = new SqlitePlantStore(db, this.#writer, changes, listCacheBytes);
     this.tokens = new SqliteTokenStore(db);
     this.transfer = new SqliteTransfer(db);
     this.webhooks = new SqliteWebhookStore(db);
@@ -139,11 +141,15 @@ export async function requireSqliteSchema(options: SqliteOptions): Promise<void>
   }
 }
 
-/** migrate: bring the schema up to date (the default); 'require': refuse a file without it. */
+/**
+ * migrate: bring the schema up to date (the default); 'require': refuse a
+ * file without it. listCacheBytes: memory for list page reuse (absent: none).
+ */
 export async function openSqliteStore(
-  options: SqliteOptions & { migrate?: boolean | 'require' },
+  options: SqliteOptions & { migrate?: boolean | 'require'; listCacheBytes?: number },
 ): Promise<SqliteStore> {
   if (options.migrate === 'require') await requireSqliteSchema(options);
   else if (options.migrate !== false) await migrateSqlite(options);
-  return new SqliteStore(openSqlite(options), { path: options.path, durability: options.durability });
+  const { path, durability, listCacheBytes } = options;
+  return new SqliteStore(openSqlite(options), { path, durability }, listCacheBytes);
 }
