@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import type { WriteOp } from '../../src/store/sqlite/plant-writes.sqlite.js';
+import type { WriteOp } from '../../src/store/sqlite/write-kinds.js';
 import { migrateSqlite } from '../../src/store/sqlite/store.sqlite.js';
 import { fileIdentity } from '../../src/store/sqlite/store-file.js';
 import { SqliteWriteError, WriterThread, type CommitListener } from '../../src/store/sqlite/writer-thread.js';

@@ -8,17 +8,6 @@ import {
 } from '../store.js';
 import { boundLimit } from './bound-limit.js';
 
-/**
- * Outbox writes run on the writer thread like the plant writes: a claim or a
- * settlement joins the next group commit instead of blocking the event loop
- * on an fsync of its own.
- */
-export type OutboxOp =
-  | { kind: 'outbox-claim'; options: ClaimOptions; now: number; claim: string }
-  | { kind: 'outbox-settle'; seq: bigint; claim: string; settlement: DeliverySettlement; now: number }
-  | { kind: 'outbox-end'; endpointId: string; claim: string; end: ClaimEnd; now: number }
-  | { kind: 'outbox-disable'; endpointId: string; reason: string; now: number };
-
 /** A claimed delivery as it crosses back from the writer thread (a Buffer arrives as a Uint8Array). */
 export interface ClaimRow {
   seq: bigint;
@@ -34,13 +23,6 @@ export interface ClaimRow {
   tag: string | null;
   occurredAt: number;
   attempts: number;
-}
-
-export interface OutboxResults {
-  'outbox-claim': ClaimRow[];
-  'outbox-settle': boolean;
-  'outbox-end': boolean;
-  'outbox-disable': boolean;
 }
 
 interface EndpointRow {
@@ -76,8 +58,13 @@ const FAN_OUT_EVENTS = 1024;
 const FAN_OUT_STEPS = 16;
 const FAN_OUT_DELIVERIES = 4096;
 
-/** Fan-out, claims, settlements and endpoint disabling, as plain statements; the caller owns the transaction. */
-export function outboxWriter(db: Database.Database) {
+/**
+ * Fan-out, claims, settlements and endpoint disabling, as plain statements,
+ * by kind (write-kinds.ts); the caller owns the transaction. They run on the
+ * writer thread like the plant writes: a claim or a settlement joins the next
+ * group commit instead of blocking the event loop on an fsync of its own.
+ */
+export function outboxWrites(db: Database.Database) {
   const fannedOut = db.prepare<[], bigint>('SELECT up_to FROM webhook_fan_out').pluck().safeIntegers(true);
   // The end of the next step: the id of the FAN_OUT_EVENTS-th event after the position, or the newest.
   const stepEnd = db
@@ -196,7 +183,7 @@ export function outboxWriter(db: Database.Database) {
     }
   };
 
-  const claim = (op: Extract<OutboxOp, { kind: 'outbox-claim' }>): ClaimRow[] => {
+  const claim = (op: { options: ClaimOptions; now: number; claim: string }): ClaimRow[] => {
     const { keyId, limit, perEndpoint, leaseMs, exclude, perOwner, busyOwners, maxPending } = op.options;
     fanOutEvents(op.now, maxPending);
     const busy = new Set(exclude);
@@ -238,7 +225,7 @@ export function outboxWriter(db: Database.Database) {
     return claimed;
   };
 
-  const settle = (op: Extract<OutboxOp, { kind: 'outbox-settle' }>): boolean => {
+  const settle = (op: { seq: bigint; claim: string; settlement: DeliverySettlement; now: number }): boolean => {
     const s: DeliverySettlement = op.settlement;
     switch (s.kind) {
       case 'delivered':
@@ -258,21 +245,16 @@ export function outboxWriter(db: Database.Database) {
     }
   };
 
-  const end = (op: Extract<OutboxOp, { kind: 'outbox-end' }>): boolean => {
+  const end = (op: { endpointId: string; claim: string; end: ClaimEnd; now: number }): boolean => {
     const at = op.end.kind === 'failed' ? op.now + op.end.delayMs : op.now;
     return endClaim.run(at, op.end.kind, op.endpointId, op.claim).changes === 1;
   };
 
-  return (op: OutboxOp): OutboxResults[OutboxOp['kind']] => {
-    switch (op.kind) {
-      case 'outbox-claim':
-        return claim(op);
-      case 'outbox-settle':
-        return settle(op);
-      case 'outbox-end':
-        return end(op);
-      case 'outbox-disable':
-        return disableEndpoint(op.endpointId, op.reason, op.now);
-    }
+  return {
+    'outbox-claim': claim,
+    'outbox-settle': settle,
+    'outbox-end': end,
+    'outbox-disable': (op: { endpointId: string; reason: string; now: number }): boolean =>
+      disableEndpoint(op.endpointId, op.reason, op.now),
   };
 }

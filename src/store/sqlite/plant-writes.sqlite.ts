@@ -1,20 +1,14 @@
 import type Database from 'better-sqlite3';
 import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
-import type { OutboxOp, OutboxResults } from './outbox-writes.sqlite.js';
+import type { WrittenOwner } from './change-epoch.js';
 import { boundLimit } from './bound-limit.js';
 
-/** A plant as a create op carries it to the writer thread. */
+/** A plant as a create carries it to the writer thread. */
 export interface PlantRow {
   id: bigint;
   name: string;
   tag: string | null;
 }
-
-/** maxPlants: the owner's cap (--max-plants-per-owner); absent for none. */
-export type PlantOp =
-  | ({ kind: 'create'; owner: string; maxPlants?: number | undefined } & PlantRow)
-  | { kind: 'create-batch'; owner: string; plants: PlantRow[]; maxPlants?: number | undefined }
-  | { kind: 'delete'; owner: string; id: bigint };
 
 /** A create refused for the owner's cap: how many plants the owner has, and how many the write would add. */
 export interface OverCap {
@@ -24,21 +18,6 @@ export interface OverCap {
 /** What a batch did, in its savepoint: all stored, or nothing (the first conflict, or the cap). */
 export type BatchResult =
   { kind: 'stored'; outcomes: ('created' | 'replayed')[] } | { kind: 'conflict'; index: number } | OverCap;
-
-/** Prunes the event log: events older than `before` (ms since the epoch), and each owner's beyond its newest `keep`. */
-export type EventPruneOp = { kind: 'events-prune'; before: number; keep: number };
-
-/** Everything the writer thread runs: plant writes, and the outbox's claims and settlements. */
-export type WriteOp = PlantOp | OutboxOp | EventPruneOp;
-
-/** What each kind of write answers: a create its outcome, a delete the seq of the plant it deleted, if one was there. */
-export interface WriteResults extends OutboxResults {
-  create: CreateOutcome | OverCap;
-  'create-batch': BatchResult;
-  delete: bigint | undefined;
-  'events-prune': { removed: number; more: boolean };
-}
-export type WriteResult = WriteResults[WriteOp['kind']];
 
 /** Why a write failed, as it crosses from the writer thread (an Error does not keep its code there). */
 export interface WriteFailure {
@@ -56,14 +35,15 @@ export const INSERT_PLANT =
   'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
 
 /**
- * The plant writes as plain statements on one connection; the caller owns the
- * transaction. A write that changed a plant also logs its event (one row in
- * plant_events, which live streams read and webhook deliveries fan out
- * from), in the same transaction. A batch runs in a savepoint of its own, so
- * that when it stores nothing (a conflict, the cap) the other writes of the
- * same transaction keep theirs.
+ * The plant writes as plain statements on one connection, by kind
+ * (write-kinds.ts); the caller owns the transaction. A write that changed a
+ * plant also logs its event (one row in plant_events, which live streams
+ * read and webhook deliveries fan out from), in the same transaction. A
+ * batch runs in a savepoint of its own, so that when it stores nothing (a
+ * conflict, the cap) the other writes of the same transaction keep theirs.
+ * maxPlants: the owner's cap (--max-plants-per-owner); absent for none.
  */
-export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResults[PlantOp['kind']] {
+export function plantWrites(db: Database.Database) {
   const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
   const find = db.prepare<[string, bigint], StoredPlant>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
   // Counted only up to the cap (plus one), so a check costs at most the cap's rows of the index.
@@ -90,7 +70,7 @@ export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResult
     const existing = find.get(owner, id);
     return existing && existing.name === name && existing.tag === tag ? 'replayed' : 'conflict';
   };
-  const createOne = (op: Extract<PlantOp, { kind: 'create' }>): CreateOutcome | OverCap => {
+  const createOne = (op: PlantRow & { owner: string; maxPlants?: number | undefined }): CreateOutcome | OverCap => {
     // A replay or a conflict stores nothing, so only a new id is checked against the cap.
     if (op.maxPlants !== undefined && find.get(op.owner, op.id) === undefined) {
       if (countUpTo.get(op.owner, op.maxPlants)! >= op.maxPlants)
@@ -98,7 +78,7 @@ export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResult
     }
     return create(op.owner, op);
   };
-  const createBatch = (op: Extract<PlantOp, { kind: 'create-batch' }>): BatchResult => {
+  const createBatch = (op: { owner: string; plants: PlantRow[]; maxPlants?: number | undefined }): BatchResult => {
     savepoint.run();
     try {
       const outcomes: ('created' | 'replayed')[] = new Array(op.plants.length);
@@ -130,20 +110,44 @@ export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResult
       throw error;
     }
   };
-  const write = (op: PlantOp): WriteResults[PlantOp['kind']] => {
-    if (op.kind === 'create') return createOne(op);
-    if (op.kind === 'create-batch') return createBatch(op);
+  /** The seq of the plant it deleted, if one was there. */
+  const deleteOne = (op: { owner: string; id: bigint }): bigint | undefined => {
     const seq = remove.get(op.owner, op.id);
     if (seq === undefined) return undefined;
     log.run(op.owner, 'plant.deleted', op.id, null, null, Date.now());
     return seq;
   };
-  return write;
+  return { create: createOne, 'create-batch': createBatch, delete: deleteOne };
+}
+
+/**
+ * The owner whose list pages a committed write changed, for list page reuse
+ * (change-epoch.ts), or undefined: a replayed or conflicting create, a delete
+ * that found nothing, and every write that is not of plants leave pages as
+ * they were. A create only appends.
+ */
+export function writtenOwner(op: { kind: string; owner?: string }, result: unknown): WrittenOwner | undefined {
+  const { owner } = op;
+  if (owner === undefined) return undefined;
+  switch (op.kind) {
+    case 'create':
+      return result === 'created' ? { owner, appended: true } : undefined;
+    case 'create-batch': {
+      const batch = result as BatchResult;
+      const created = 'kind' in batch && batch.kind === 'stored' && batch.outcomes.includes('created');
+      return created ? { owner, appended: true } : undefined;
+    }
+    case 'delete':
+      return typeof result === 'bigint' ? { owner, appended: false, deleted: result } : undefined;
+    default:
+      return undefined;
+  }
 }
 
 /**
  * One round of EventLog.prune on the writer's connection, in the batch's
- * transaction. By age: a prefix of the whole log (never a row in the middle,
+ * transaction. By age (older than `before`, in ms since the epoch): a
+ * prefix of the whole log (never a row in the middle,
  * see EventLog), at most EVENT_PRUNE_CHUNK rows and never the newest event,
  * whose id tells new streams and resuming clients where the log is. By
  * count: for each owner of the events logged since the last round (at most
@@ -152,7 +156,9 @@ export function plantWriter(db: Database.Database): (op: PlantOp) => WriteResult
  * its mark before it deletes: should the delete then fail, clients get a
  * needless reset rather than a silent gap.
  */
-export function eventPruner(db: Database.Database): (op: EventPruneOp) => { removed: number; more: boolean } {
+export function eventPruner(
+  db: Database.Database,
+): (op: { before: number; keep: number }) => { removed: number; more: boolean } {
   const head = db
     .prepare<[number], [bigint, bigint]>(`SELECT id, occurred_at FROM plant_events ORDER BY id ${boundLimit('?')}`)
     .raw(true)

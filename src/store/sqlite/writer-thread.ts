@@ -4,8 +4,9 @@ import { DB_OPERATION_NAME, DB_SYSTEM_NAME } from '../../tracing/attributes.js';
 import { tracing } from '../../tracing/tracing.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
-import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './plant-writes.sqlite.js';
+import { writtenOwner, type WriteFailure } from './plant-writes.sqlite.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import type { WriteOp, WriteResult, WriteResults } from './write-kinds.js';
 import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 
 interface Pending {
@@ -28,12 +29,6 @@ export class SqliteWriteError extends Error {
     this.name = 'SqliteWriteError';
   }
 }
-
-/** Whether a batch create's result stored a new plant. */
-const batchCreated = (value: WriteResult): boolean =>
-  typeof value === 'object' && value !== null && 'kind' in value && value.kind === 'stored'
-    ? value.outcomes.includes('created')
-    : false;
 
 /** Told of every batch the thread commits and every probe it answers: a ChangeEpoch. */
 export type CommitListener = Pick<ChangeEpoch, 'follow' | 'committed' | 'probed'>;
@@ -193,7 +188,7 @@ export class WriterThread implements WriterProbe {
     this.poll();
     return new Promise((resolve, reject) => {
       if (this.#queue.length === 0) this.#queuedAt = performance.now();
-      // The worker answers each op with the result of its kind (plantWriter).
+      // The worker answers each op with the result of its kind (write-kinds.ts).
       this.#queue.push({ op, resolve: resolve as (value: WriteResult) => void, reject });
       if (!this.#scheduled && !this.#inFlight) {
         this.#scheduled = true;
@@ -287,20 +282,12 @@ export class WriterThread implements WriterProbe {
     }
     if (outcomes.some((o) => o.ok)) this.#failing = undefined;
     // Before anyone is answered, so no list served after an answer predates its write.
-    // Only writes that changed a plant: a replayed or conflicting create, or
-    // a delete that found nothing, leaves the owner's pages as they were.
-    this.changes.committed(
-      batch.flatMap((p, i): WrittenOwner[] => {
-        const o = outcomes[i];
-        if (!o?.ok) return [];
-        if (p.op.kind === 'create' && o.value === 'created') return [{ owner: p.op.owner, appended: true }];
-        if (p.op.kind === 'create-batch' && batchCreated(o.value)) return [{ owner: p.op.owner, appended: true }];
-        if (p.op.kind === 'delete' && typeof o.value === 'bigint')
-          return [{ owner: p.op.owner, appended: false, deleted: o.value }];
-        return [];
-      }),
-      foreign,
-    );
+    const written: WrittenOwner[] = [];
+    outcomes.forEach((o, i) => {
+      const owner = o.ok ? writtenOwner(batch[i]!.op, o.value) : undefined;
+      if (owner !== undefined) written.push(owner);
+    });
+    this.changes.committed(written, foreign);
     outcomes.forEach((o, i) => {
       const p = batch[i]!;
       if (o.ok) return p.resolve(o.value);

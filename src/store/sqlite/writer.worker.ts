@@ -17,10 +17,10 @@ import type Database from 'better-sqlite3';
 import type { CheckpointerRequest } from './checkpointer.worker.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
-import { outboxWriter } from './outbox-writes.sqlite.js';
-import { eventPruner, plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
+import type { WriteFailure } from './plant-writes.sqlite.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import { writer, type WriteOp, type WriteResult } from './write-kinds.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
@@ -63,7 +63,6 @@ const PROBE_SQL =
 interface Connection {
   db: Database.Database;
   writes: GroupCommit;
-  plants: ReturnType<typeof plantWriter>;
   write: (op: WriteOp) => WriteResult;
   dataVersion: Database.Statement;
   seen: unknown;
@@ -104,16 +103,7 @@ function connect(waitOutBackoff = true): Connection | WriteFailure {
     db.pragma(`wal_autocheckpoint = ${WAL_BEHIND_PAGES}`);
     checkpointer ??= startCheckpointer();
     const dataVersion = db.prepare('PRAGMA data_version').pluck();
-    const plants = plantWriter(db);
-    const outbox = outboxWriter(db);
-    const prune = eventPruner(db);
-    const write = (op: WriteOp): WriteResult =>
-      op.kind === 'create' || op.kind === 'create-batch' || op.kind === 'delete'
-        ? plants(op)
-        : op.kind === 'events-prune'
-          ? prune(op)
-          : outbox(op);
-    connection = { db, writes: new GroupCommit(db), plants, write, dataVersion, seen: undefined };
+    connection = { db, writes: new GroupCommit(db), write: writer(db), dataVersion, seen: undefined };
     return connection;
   } catch (error) {
     return setBack(failure(error));
