@@ -43,9 +43,9 @@ const ETAG_HEADER = {
   etag: {
     type: 'string',
     description:
-      "A strong entity tag of this answer (a digest of its body, and of a list page's next cursor). Send it back in " +
-      'If-None-Match: while ' +
-      'the answer is the same, the server answers 304 with no body; any write that changes the answer changes it.',
+      "A strong entity tag of this answer (a digest of its body, and of a list page's next cursor). Send it back " +
+      'in If-None-Match: while the answer is the same, the server answers 304 with no body; any write that changes ' +
+      'the answer changes it.',
   },
 } as const;
 
