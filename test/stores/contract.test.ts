@@ -131,9 +131,34 @@ describeContract('store contract', (fx) => {
 
   it('rejects cursors it did not issue', { timeout: TIMEOUT }, async () => {
     for (const bad of ['zzz', '', 'AAAA', Buffer.from('s-1').toString('base64url'), 'czE=', 'x'.repeat(300)]) {
-      await assert.rejects(listPlants(store.plants, 'x', 5, bad), InvalidCursorError, `cursor ${JSON.stringify(bad)}`);
+      // Called here, not in an async function: a store that threw instead of rejecting would fail the test.
+      const answer = store.plants.page('x', 5, bad);
+      assert.ok(answer instanceof Promise, `cursor ${JSON.stringify(bad)}: a rejection, not a throw`);
+      await assert.rejects(answer, InvalidCursorError, `cursor ${JSON.stringify(bad)}`);
     }
   });
+
+  it(
+    'tags each page: the same page the same tag, a page that changed (its next page too) another',
+    { timeout: TIMEOUT },
+    async () => {
+      const p = store.plants;
+      for (const id of [1n, 2n]) await p.create('tagged', { id, name: `t${id}` });
+      const whole = await p.page('tagged', 2);
+      assert.match(whole.etag, /^"[A-Za-z0-9_-]{27}"$/, 'a strong entity tag');
+      assert.equal((await p.page('tagged', 2)).etag, whole.etag, 'read again');
+      assert.notEqual((await p.page('tagged', 1)).etag, whole.etag, 'another page');
+      await p.create('tagged', { id: 3n, name: 't3' });
+      const first = await p.page('tagged', 2);
+      assert.equal(first.body, whole.body);
+      assert.notEqual(first.next, undefined);
+      assert.notEqual(first.etag, whole.etag, 'the same plants, but now with a next page');
+      const last = await p.page('tagged', 2, first.next);
+      await p.create('tagged', { id: 4n, name: 't4' });
+      assert.notEqual((await p.page('tagged', 2, first.next)).etag, last.etag, 'the last page grew');
+      assert.equal((await p.page('tagged', 2)).etag, first.etag, 'the first page is as it was');
+    },
+  );
 
   it('answers concurrent duplicate creates of one id with one row', { timeout: TIMEOUT }, async () => {
     const p = store.plants;
