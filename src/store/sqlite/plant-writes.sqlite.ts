@@ -19,12 +19,6 @@ export interface OverCap {
 export type BatchResult =
   { kind: 'stored'; outcomes: ('created' | 'replayed')[] } | { kind: 'conflict'; index: number } | OverCap;
 
-/** Why a write failed, as it crosses from the writer thread (an Error does not keep its code there). */
-export interface WriteFailure {
-  message: string;
-  code: string | undefined;
-}
-
 interface StoredPlant {
   name: string;
   tag: string | null;

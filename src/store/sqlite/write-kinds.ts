@@ -22,6 +22,12 @@ export type WriteOp = { [K in WriteKind]: { kind: K } & Parameters<Kinds[K]>[0] 
 export type WriteResults = { [K in WriteKind]: ReturnType<Kinds[K]> };
 export type WriteResult = WriteResults[WriteKind];
 
+/** Why a write failed, as it crosses from the writer thread (an Error does not keep its code there). */
+export interface WriteFailure {
+  message: string;
+  code: string | undefined;
+}
+
 /** One write on `db`, run by its kind's function. */
 export function writer(db: Database.Database): (op: WriteOp) => WriteResult {
   const kinds = writeKinds(db);

@@ -4,9 +4,9 @@ import { DB_OPERATION_NAME, DB_SYSTEM_NAME } from '../../tracing/attributes.js';
 import { tracing } from '../../tracing/tracing.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
-import { writtenOwner, type WriteFailure } from './plant-writes.sqlite.js';
+import { writtenOwner } from './plant-writes.sqlite.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
-import type { WriteOp, WriteResult, WriteResults } from './write-kinds.js';
+import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './write-kinds.js';
 import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 
 interface Pending {

@@ -17,10 +17,9 @@ import type Database from 'better-sqlite3';
 import type { CheckpointerRequest } from './checkpointer.worker.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
-import type { WriteFailure } from './plant-writes.sqlite.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
 import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
-import { writer, type WriteOp, type WriteResult } from './write-kinds.js';
+import { writer, type WriteFailure, type WriteOp, type WriteResult } from './write-kinds.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
