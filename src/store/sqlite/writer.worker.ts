@@ -20,7 +20,7 @@ import { GroupCommit, type Settled } from './group-commit.js';
 import { outboxWriter } from './outbox-writes.sqlite.js';
 import { eventPruner, plantWriter, type WriteFailure, type WriteOp, type WriteResult } from './plant-writes.sqlite.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
-import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import { STORE_FILE_GONE, cannotWrite } from './errors.sqlite.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
 
