@@ -1,5 +1,7 @@
 import type pg from 'pg';
-import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent, type WebhookEventType } from '../store.js';
+import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store.js';
+import type { ColumnTuple } from '../rows.js';
+import type { PostgresRow } from './tables.postgres.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
 
 /**
@@ -82,18 +84,10 @@ export const lockOwners = (owners: string, source: string) => `
 /** lockOwners for a statement that writes for one owner, given as an SQL expression (a parameter). */
 export const lockOwner = (owner: string) => lockOwners(owner, '(VALUES (1)) AS one');
 
-type EventRow = [
-  id: string,
-  owner: string,
-  type: WebhookEventType,
-  plantId: string,
-  name: string | null,
-  tag: string | null,
-  at: string,
-];
-
-// Ordered by plant_events.id: a bare "id" in ORDER BY would name the text column below.
-const COLUMNS = `id::text, owner, type, plant_id::text, name, tag, (extract(epoch FROM occurred_at) * 1000)::int8::text`;
+const EVENT_COLUMNS = ['id', 'owner', 'type', 'plant_id', 'name', 'tag'] as const;
+/** The event's columns, and when it happened in milliseconds since the epoch. */
+type EventRow = [...ColumnTuple<PostgresRow<'plant_events'>, typeof EVENT_COLUMNS>, occurredAtMs: bigint];
+const COLUMNS = `${EVENT_COLUMNS.join(', ')}, (extract(epoch FROM occurred_at) * 1000)::int8`;
 
 const AFTER = {
   name: 'plant_events_after',
@@ -110,8 +104,8 @@ const OWNER_AFTER = {
 const BOUNDS = {
   name: 'plant_events_bounds',
   text: `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
-        (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text))::text AS pruned,
-      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
+        (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text)) AS pruned,
+      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE}) AS newest`,
 } as const;
 /**
  * The oldest event webhook delivery still needs, or NULL: the first not yet
@@ -202,10 +196,10 @@ const FORGET_FAILED = {
 } as const;
 
 const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
-  id: BigInt(id),
+  id,
   owner,
   type,
-  plantId: BigInt(plantId),
+  plantId,
   name,
   tag,
   occurredAt: Number(at),
@@ -230,10 +224,10 @@ export class PostgresEventLog implements EventLog {
 
   async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {
     const { rows } = await withClient(this.pool, (c) =>
-      c.query<{ pruned: string; newest: string | null }>({ ...BOUNDS, values: [owner ?? null] }),
+      c.query<{ pruned: bigint; newest: bigint | null }>({ ...BOUNDS, values: [owner ?? null] }),
     );
     const { pruned, newest } = rows[0]!;
-    return { pruned: BigInt(pruned), newest: BigInt(newest ?? 0) };
+    return { pruned, newest: newest ?? 0n };
   }
 
   /** Every owner of the events up to this id has been looked at, by this process. */

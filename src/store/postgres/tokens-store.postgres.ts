@@ -1,15 +1,10 @@
 import type pg from 'pg';
 import type { Scope, TokenRecord, TokenStore } from '../store.js';
 import { withClient, writeWithClient } from './db-connect.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
-export interface TokenRow {
-  id: string;
-  owner: string;
-  scopes: string;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
+/** A token as read, without its hash. */
+export type TokenRow = Omit<PostgresRow<'tokens'>, 'hash'>;
 
 export const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,

@@ -1,12 +1,14 @@
 import type pg from 'pg';
 import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
 import { withClient } from './db-connect.postgres.js';
-import { toRecord, type TokenRow } from './tokens-store.postgres.js';
+import { toRecord } from './tokens-store.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
 const BATCH = 1000;
 
 /** owner, created_at as UTC text with microseconds (a Date would drop them), id, name, tag. */
-type PlantRow = [owner: string, at: string, id: bigint, name: string, tag: string | null];
+type Plant = PostgresRow<'plants'>;
+type PlantRow = [owner: Plant['owner'], at: string, id: Plant['id'], name: Plant['name'], tag: Plant['tag']];
 
 const AT_TEXT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
 
@@ -15,7 +17,7 @@ export class PostgresTransfer implements StoreTransfer {
 
   async *tokens(): AsyncIterable<TokenDump> {
     const { rows } = await withClient(this.pool, (c) =>
-      c.query<TokenRow & { hash: Buffer }>(
+      c.query<PostgresRow<'tokens'>>(
         'SELECT id, hash, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
       ),
     );

@@ -14,42 +14,19 @@ import {
 } from '../store.js';
 import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
 import { READABLE } from './event-log.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  events: string;
-  key_id: string;
-  created_at: Date;
-  disabled_at: Date | null;
-  disabled_reason: string | null;
-  pending: bigint;
-}
-
-interface ClaimRow {
-  event_id: string;
-  endpoint_id: string;
-  event: bigint;
-  attempts: number;
-}
-
-interface EventRow {
-  id: bigint;
-  type: WebhookEventType;
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
+type Endpoint = PostgresRow<'webhook_endpoints'>;
+type EndpointRow = Pick<
+  Endpoint,
+  'id' | 'owner' | 'url' | 'events' | 'key_id' | 'created_at' | 'disabled_at' | 'disabled_reason' | 'pending'
+>;
+type ClaimRow = Pick<PostgresRow<'webhook_deliveries'>, 'event_id' | 'endpoint_id' | 'event' | 'attempts'>;
+/** A claimed delivery's event, occurred_at in milliseconds since the epoch. */
+type EventRow = Pick<PostgresRow<'plant_events'>, 'id' | 'type' | 'plant_id' | 'name' | 'tag'> & {
   occurred_at: bigint;
-}
-
-interface LeasedEndpoint {
-  id: string;
-  owner: string;
-  url: string;
-  secret: Buffer;
-  failures: number;
-}
+};
+type LeasedEndpoint = Pick<Endpoint, 'id' | 'owner' | 'url' | 'secret' | 'failures'>;
 
 // The cap and the insert under one lock per owner: two adds at once cannot both pass it.
 const OWNER_LOCK = {
@@ -288,12 +265,12 @@ export class PostgresWebhookStore implements WebhookStore {
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
     const { rows } = await withClient(this.pool, (client) => client.query<EndpointRow>(ALL));
-    return rows.map((row) => ({ ...toRecord(row), pending: Number(row.pending) }));
+    return rows.map((row) => ({ ...toRecord(row), pending: row.pending }));
   }
 
   async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
     const { rows } = await withClient(this.pool, (client) =>
-      client.query<EndpointRow & { secret: Buffer }>({ ...GET, values: [id] }),
+      client.query<EndpointRow & Pick<Endpoint, 'secret'>>({ ...GET, values: [id] }),
     );
     return rows[0] && { endpoint: toRecord(rows[0]), sealedSecret: rows[0].secret };
   }

@@ -1,19 +1,13 @@
 import type Database from 'better-sqlite3';
-import type { EventLog, PlantEvent, WebhookEventType } from '../store.js';
+import type { EventLog, PlantEvent } from '../store.js';
+import type { ColumnTuple } from '../rows.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 import { boundLimit } from './bound-limit.js';
 
-type EventRow = [
-  id: bigint,
-  owner: string,
-  type: WebhookEventType,
-  plantId: bigint,
-  name: string | null,
-  tag: string | null,
-  occurredAt: bigint,
-];
-
-const COLUMNS = 'id, owner, type, plant_id, name, tag, occurred_at';
+const EVENT_COLUMNS = ['id', 'owner', 'type', 'plant_id', 'name', 'tag', 'occurred_at'] as const;
+type EventRow = ColumnTuple<SafeIntegers<SqliteRow<'plant_events'>>, typeof EVENT_COLUMNS>;
+const COLUMNS = EVENT_COLUMNS.join(', ');
 
 const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): PlantEvent => ({
   id,

@@ -7,6 +7,7 @@ import {
   type WebhookEventType,
 } from '../store.js';
 import { boundLimit } from './bound-limit.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 
 /**
  * Outbox writes run on the writer thread like the plant writes: a claim or a
@@ -43,25 +44,12 @@ export interface OutboxResults {
   'outbox-disable': boolean;
 }
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  secret: Buffer;
-  failures: number;
-}
-
-interface DueRow {
-  seq: bigint;
-  event_id: string;
-  type: WebhookEventType;
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  occurred_at: bigint;
-  attempts: bigint;
-  next_attempt_at: bigint;
-}
+type EndpointRow = Pick<SqliteRow<'webhook_endpoints'>, 'id' | 'owner' | 'url' | 'secret' | 'failures'>;
+/** A due delivery with its event, read in safeIntegers mode. */
+type DueRow = SafeIntegers<
+  Pick<SqliteRow<'webhook_deliveries'>, 'seq' | 'event_id' | 'attempts' | 'next_attempt_at'> &
+    Pick<SqliteRow<'plant_events'>, 'type' | 'plant_id' | 'name' | 'tag' | 'occurred_at'>
+>;
 
 // Subscribed: an active endpoint of the event's owner whose events list its type, registered before it.
 const SUBSCRIBED = `e.owner = ev.owner AND e.disabled_at IS NULL AND ev.id > e.from_event

@@ -2,13 +2,10 @@ import type Database from 'better-sqlite3';
 import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
 import type { OutboxOp, OutboxResults } from './outbox-writes.sqlite.js';
 import { boundLimit } from './bound-limit.js';
+import type { SqliteRow } from './tables.sqlite.js';
 
 /** A plant as a create op carries it to the writer thread. */
-export interface PlantRow {
-  id: bigint;
-  name: string;
-  tag: string | null;
-}
+export type PlantRow = Pick<SqliteRow<'plants'>, 'id' | 'name' | 'tag'>;
 
 /** maxPlants: the owner's cap (--max-plants-per-owner); absent for none. */
 export type PlantOp =

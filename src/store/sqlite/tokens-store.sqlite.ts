@@ -1,14 +1,9 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError, type Scope, type TokenRecord, type TokenStore } from '../store.js';
+import type { SqliteRow } from './tables.sqlite.js';
 
-export interface TokenRow {
-  id: string;
-  owner: string;
-  scopes: string;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
+/** A token as read, without its hash. */
+export type TokenRow = Omit<SqliteRow<'tokens'>, 'hash'>;
 
 export const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,

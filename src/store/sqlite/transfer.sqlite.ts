@@ -1,18 +1,21 @@
 import type Database from 'better-sqlite3';
 import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
-import { toRecord, type TokenRow } from './tokens-store.sqlite.js';
+import { toRecord } from './tokens-store.sqlite.js';
 import { boundLimit } from './bound-limit.js';
+import type { ColumnTuple } from '../rows.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 
 const BATCH = 1000;
 
-type PlantRow = [owner: string, seq: bigint, id: bigint, name: string, tag: string | null];
+const PLANT_COLUMNS = ['owner', 'seq', 'id', 'name', 'tag'] as const;
+type PlantRow = ColumnTuple<SafeIntegers<SqliteRow<'plants'>>, typeof PLANT_COLUMNS>;
 
 export class SqliteTransfer implements StoreTransfer {
   constructor(private readonly db: Database.Database) {}
 
   async *tokens(): AsyncIterable<TokenDump> {
     const rows = this.db
-      .prepare<[], TokenRow & { hash: Buffer }>(
+      .prepare<[], SqliteRow<'tokens'>>(
         'SELECT id, hash, owner, scopes, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id',
       )
       .all();
@@ -26,7 +29,7 @@ export class SqliteTransfer implements StoreTransfer {
     // an export never holds a read transaction (and the WAL) for long.
     const page = this.db
       .prepare<[string, bigint, number]>(
-        `SELECT owner, seq, id, name, tag FROM plants WHERE (owner, seq) > (?, ?) ORDER BY owner, seq ${boundLimit('?')}`,
+        `SELECT ${PLANT_COLUMNS.join(', ')} FROM plants WHERE (owner, seq) > (?, ?) ORDER BY owner, seq ${boundLimit('?')}`,
       )
       .raw(true)
       .safeIntegers(true);

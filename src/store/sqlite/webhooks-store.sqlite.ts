@@ -12,18 +12,13 @@ import {
   type WebhookStore,
 } from '../store.js';
 import type { WriterThread } from './writer-thread.js';
+import type { SqliteRow } from './tables.sqlite.js';
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  events: string;
-  key_id: string;
-  created_at: number;
-  disabled_at: number | null;
-  disabled_reason: string | null;
-  pending: number;
-}
+type Endpoint = SqliteRow<'webhook_endpoints'>;
+type EndpointRow = Pick<
+  Endpoint,
+  'id' | 'owner' | 'url' | 'events' | 'key_id' | 'created_at' | 'disabled_at' | 'disabled_reason' | 'pending'
+>;
 
 const toRecord = (row: EndpointRow): WebhookEndpointRecord & { pending: number } => ({
   id: row.id,
@@ -41,7 +36,7 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #insert: Database.Statement<[string, string, string, string, Buffer, string, number, string, number]>;
   readonly #all: Database.Statement<[], EndpointRow>;
   readonly #remove: Database.Statement<[string]>;
-  readonly #get: Database.Statement<[string], EndpointRow & { secret: Buffer }>;
+  readonly #get: Database.Statement<[string], EndpointRow & Pick<Endpoint, 'secret'>>;
   readonly #redeliver: Database.Transaction<(id: string) => number | undefined>;
 
   constructor(db: Database.Database) {
