@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Series } from '../../metrics/histogram.js';
 import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
 import type { PostgresConfig } from '../../config.js';
+import type { Operation } from '../operation.js';
 import { tracing } from '../../tracing/tracing.js';
 import { tracedClient } from './traced-client.postgres.js';
 import { ReadOnlyServerError, connectionSurvives, toStoreError } from './errors.postgres.js';
@@ -212,4 +213,14 @@ export function createListenClient(config: PostgresConfig): pg.Client {
     // reach the disk, since a word lost in a crash only leaves the poll to deliver.
     options: '-c synchronous_commit=off',
   });
+}
+
+/** Runs `op` on `client` as its named prepared statement, with `values`; typed by the operation. */
+export function run<Params extends unknown[], Row>(
+  client: pg.ClientBase,
+  op: Operation<Params, Row>,
+  values: Params,
+): Promise<pg.QueryResult<Row extends object ? Row : never>> {
+  const config = { name: op.name, text: op.text, values, ...(op.rowMode === 'array' && { rowMode: 'array' }) };
+  return client.query(config as pg.QueryConfig) as never;
 }
