@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { EventLog, PlantEvent } from '../store.js';
+import { operation } from '../operation.js';
 import type { ColumnTuple } from '../rows.js';
+import { prepareAll, type Prepared } from './db-connect.sqlite.js';
 import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 import { boundLimit } from './bound-limit.js';
@@ -19,49 +21,57 @@ const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): P
   occurredAt: Number(occurredAt),
 });
 
-/**
- * Reads on the main thread's connection (each an indexed range read); pruning
- * goes to the writer thread like every other write. There is one writer, so
- * ids are given out in commit order and every committed event is final.
- */
+// The event log's operations; pruning is a write of the writer thread
+// ('events-prune', plant-writes.sqlite.ts). Locks: none, each read is one
+// statement on the main thread's connection with a WAL snapshot of its own.
+// There is one writer, so ids are given out in commit order and every
+// committed event is final: a read never misses an event below one it saw.
+const SQL = {
+  after: operation<[after: bigint, limit: number], EventRow>(
+    'plant_events_after',
+    `SELECT ${COLUMNS} FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')}`,
+    { rowMode: 'array', bigints: true },
+  ),
+  ownerAfter: operation<[owner: string, after: bigint, upTo: bigint, limit: number], EventRow>(
+    'plant_events_owner_after',
+    `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id ${boundLimit('?')}`,
+    { rowMode: 'array', bigints: true },
+  ),
+  /**
+   * One statement, one snapshot: the mark and the newest id agree. Never
+   * below 0: the events below it (the upgrade to one event log) are for
+   * webhook delivery only.
+   */
+  bounds: operation<[owner: string], [pruned: bigint, newest: bigint]>(
+    'plant_events_bounds',
+    `SELECT max((SELECT up_to FROM plant_events_pruned),
+        coalesce((SELECT up_to FROM plant_events_owner_pruned WHERE owner = ?), 0)),
+      (SELECT max(coalesce(max(id), 0), 0) FROM plant_events)`,
+    { rowMode: 'array', bigints: true },
+  ),
+};
+
 export class SqliteEventLog implements EventLog {
-  readonly #after: Database.Statement<[bigint, number]>;
-  readonly #ownerAfter: Database.Statement<[string, bigint, bigint, number]>;
-  readonly #bounds: Database.Statement<[string]>;
+  readonly #sql: Prepared<typeof SQL>;
 
   constructor(
     db: Database.Database,
     private readonly writer: WriterThread,
   ) {
-    const rows = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
-    this.#after = rows(`SELECT ${COLUMNS} FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')}`);
-    this.#ownerAfter = rows(
-      `SELECT ${COLUMNS} FROM plant_events WHERE owner = ? AND id > ? AND id <= ? ORDER BY id ${boundLimit('?')}`,
-    );
-    // One statement, one snapshot: the mark and the newest id agree. Never
-    // below 0: the events below it (the upgrade to one event log) are for
-    // webhook delivery only.
-    this.#bounds = db
-      .prepare(
-        `SELECT max((SELECT up_to FROM plant_events_pruned),
-            coalesce((SELECT up_to FROM plant_events_owner_pruned WHERE owner = ?), 0)),
-          (SELECT max(coalesce(max(id), 0), 0) FROM plant_events)`,
-      )
-      .raw(true)
-      .safeIntegers(true);
+    this.#sql = prepareAll(db, SQL);
   }
 
   async after(after: bigint, limit: number): Promise<PlantEvent[]> {
-    return (this.#after.all(after, limit) as EventRow[]).map(toEvent);
+    return this.#sql.after.all(after, limit).map(toEvent);
   }
 
   async ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]> {
-    return (this.#ownerAfter.all(owner, after, upTo, limit) as EventRow[]).map(toEvent);
+    return this.#sql.ownerAfter.all(owner, after, upTo, limit).map(toEvent);
   }
 
   async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {
     // No owner is named '' (OWNER_SHAPE), so '' reads the mark of pruning by age alone.
-    const [pruned, newest] = this.#bounds.get(owner ?? '') as [bigint, bigint];
+    const [pruned, newest] = this.#sql.bounds.get(owner ?? '')!;
     return { pruned, newest };
   }
 
