@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store.js';
-import type { ColumnTuple } from '../rows.js';
+import { toPlantEvent, type ColumnTuple } from '../rows.js';
 import type { PostgresRow } from './tables.postgres.js';
 import { operation } from '../operation.js';
 import { run, withClient, writeWithClient } from './db-connect.postgres.js';
@@ -208,29 +208,19 @@ const SQL = {
   ),
 };
 
-const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
-  id,
-  owner,
-  type,
-  plantId,
-  name,
-  tag,
-  occurredAt: Number(at),
-});
-
 export class PostgresEventLog implements EventLog {
   constructor(private readonly pool: pg.Pool) {}
 
   async after(after: bigint, limit: number): Promise<PlantEvent[]> {
     const { rows } = await withClient(this.pool, (c) => run(c, SQL.after, [after.toString(), limit]));
-    return rows.map(toEvent);
+    return rows.map(toPlantEvent);
   }
 
   async ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]> {
     const { rows } = await withClient(this.pool, (c) =>
       run(c, SQL.ownerAfter, [owner, after.toString(), upTo.toString(), limit]),
     );
-    return rows.map(toEvent);
+    return rows.map(toPlantEvent);
   }
 
   async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventLog, PlantEvent } from '../store.js';
 import { operation } from '../operation.js';
-import type { ColumnTuple } from '../rows.js';
+import { toPlantEvent, type ColumnTuple } from '../rows.js';
 import { prepareAll, type Prepared } from './db-connect.sqlite.js';
 import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
@@ -10,16 +10,6 @@ import { boundLimit } from './bound-limit.js';
 const EVENT_COLUMNS = ['id', 'owner', 'type', 'plant_id', 'name', 'tag', 'occurred_at'] as const;
 type EventRow = ColumnTuple<SafeIntegers<SqliteRow<'plant_events'>>, typeof EVENT_COLUMNS>;
 const COLUMNS = EVENT_COLUMNS.join(', ');
-
-const toEvent = ([id, owner, type, plantId, name, tag, occurredAt]: EventRow): PlantEvent => ({
-  id,
-  owner,
-  type,
-  plantId,
-  name,
-  tag,
-  occurredAt: Number(occurredAt),
-});
 
 // The event log's operations; pruning is a write of the writer thread
 // ('events-prune', plant-writes.sqlite.ts). Locks: none, each read is one
@@ -62,11 +52,11 @@ export class SqliteEventLog implements EventLog {
   }
 
   async after(after: bigint, limit: number): Promise<PlantEvent[]> {
-    return this.#sql.after.all(after, limit).map(toEvent);
+    return this.#sql.after.all(after, limit).map(toPlantEvent);
   }
 
   async ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]> {
-    return this.#sql.ownerAfter.all(owner, after, upTo, limit).map(toEvent);
+    return this.#sql.ownerAfter.all(owner, after, upTo, limit).map(toPlantEvent);
   }
 
   async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {

@@ -16,7 +16,7 @@ export const toRecord = (row: TokenRow): TokenRecord => ({
   revokedAt: row.revoked_at === null ? undefined : new Date(row.revoked_at),
 });
 
-type TokenValues = [
+export type TokenValues = [
   id: string,
   hash: Buffer,
   owner: string,

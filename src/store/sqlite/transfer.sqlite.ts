@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { PlantDump, StoreTransfer, TokenDump } from '../store.js';
 import { operation } from '../operation.js';
 import type { ColumnTuple } from '../rows.js';
-import { toRecord } from './tokens-store.sqlite.js';
+import { toRecord, type TokenValues } from './tokens-store.sqlite.js';
 import { boundLimit } from './bound-limit.js';
 import { prepareAll, type Prepared } from './db-connect.sqlite.js';
 import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
@@ -12,15 +12,7 @@ const BATCH = 1000;
 const PLANT_COLUMNS = ['owner', 'seq', 'id', 'name', 'tag'] as const;
 type PlantRow = ColumnTuple<SafeIntegers<SqliteRow<'plants'>>, typeof PLANT_COLUMNS>;
 
-type ImportedToken = [
-  id: string,
-  hash: Buffer,
-  owner: string,
-  scopes: string,
-  createdAt: number,
-  expiresAt: number | null,
-  revokedAt: number | null,
-];
+type ImportedToken = [...TokenValues, revokedAt: number | null];
 
 // The operations of export and import. Locks: each read is one statement
 // (a WAL snapshot of its own, no lock), so an export never holds a read
