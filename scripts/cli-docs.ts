@@ -2,9 +2,11 @@
 // output and --help): `npm run docs:config` writes it with the configuration
 // page, and a test fails when the page and the commands differ.
 import { helpText } from '../src/cli/args.js';
-import { COMMANDS } from '../src/cli/main.js';
+import { allCommands } from '../src/cli/main.js';
 
 export const CLI_PAGE = 'docs/reference/cli.md';
+
+const COMMANDS = await allCommands();
 
 const anchor = (name: string) => `plant-store-${name.replace(/ /g, '-')}`;
 

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest, type onRequestHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { bearerAuth } from '../auth/bearer.js';
-import { JwtVerifier } from '../auth/jwt.js';
 import { TokenCache } from '../auth/token-cache.js';
 import { argvPasswordWarning, jwtEnabled, trustedProxies, type Config } from '../config.js';
 import { clientAddress, trustProxy } from '../http/client-address.js';
@@ -177,7 +176,8 @@ async function assemble(
     app.server.once('close', () => clearInterval(reap));
     done();
   });
-  const jwt = jwtEnabled(config) ? new JwtVerifier(config, app.log) : undefined;
+  // jose is loaded only where JWTs are accepted.
+  const jwt = jwtEnabled(config) ? new (await import('../auth/jwt.js')).JwtVerifier(config, app.log) : undefined;
   if (jwt) {
     jwt.start();
     app.addHook('onClose', async () => jwt.close());

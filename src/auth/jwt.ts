@@ -5,6 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { jwtKeySource, type Config } from '../config.js';
 import { SCOPES, type Scope } from '../store/store.js';
 import type { Principal } from './principal.js';
+import { JwtRejection } from './jwt-rejection.js';
 import { JwksKeys, NoSigningKeyError, type JwksStatus, type JwksTiming } from './jwks.js';
 import { OWNER_SHAPE } from './tokens.js';
 
@@ -15,17 +16,6 @@ const CLOCK_TOLERANCE_S = 30;
 
 // Longer than any access token an issuer hands out; refused before any parsing.
 const MAX_TOKEN_LENGTH = 16 * 1024;
-
-/** A JWT that was refused: `reason` goes to the client (error_description), `detail` only to the log. */
-export class JwtRejection extends Error {
-  override name = 'JwtRejection';
-  constructor(
-    readonly reason: string,
-    readonly detail: string = reason,
-  ) {
-    super(reason);
-  }
-}
 
 export interface JwtOptions {
   maxCachedTokens?: number;

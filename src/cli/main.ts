@@ -1,50 +1,39 @@
-import { BackupOptionError } from '../backup/sqlite-backup.js';
-import { ConfigError, editDistance, nearest } from '../config.js';
-import { errorMessages } from '../store/error-causes.js';
-import { UsageError, helpText, parseCommandArgs, wrap, type CliIo, type Command } from './args.js';
-import { backup } from './backup.js';
-import { configCommand } from './config.js';
-import { exportCommand } from './export.js';
-import { importCommand } from './import.js';
-import { migrate } from './migrate.js';
-import { restore } from './restore.js';
-import { serve } from './serve.js';
-import { CliError } from './store-errors.js';
-import { ManageError } from '../manage/manage-error.js';
-import { tokenCreate } from './token-create.js';
-import { tokenList } from './token-list.js';
-import { tokenRevoke } from './token-revoke.js';
+import { editDistance, nearest } from '../config/nearest.js';
+import type { CliIo, Command } from './args.js';
 import { packageVersion } from './version.js';
-import { webhookAdd } from './webhook-add.js';
-import { webhookList } from './webhook-list.js';
-import { webhookRedeliver } from './webhook-redeliver.js';
-import { webhookRemove } from './webhook-remove.js';
-import { webhookTest } from './webhook-test.js';
 
-/** Every command, in the order help lists them. */
-export const COMMANDS: readonly Command[] = [
-  serve,
-  tokenCreate,
-  tokenList,
-  tokenRevoke,
-  webhookAdd,
-  webhookList,
-  webhookRemove,
-  configCommand,
-  webhookTest,
-  webhookRedeliver,
-  migrate,
-  backup,
-  restore,
-  exportCommand,
-  importCommand,
+/**
+ * Every command, in the order help lists them, each loaded only when it runs: a command imports what it needs
+ * (the service for serve, a store for token create), and `--version` or a usage error imports none of it.
+ */
+const COMMAND_MODULES: readonly { name: string; load: () => Promise<Command> }[] = [
+  { name: 'serve', load: async () => (await import('./serve.js')).serve },
+  { name: 'token create', load: async () => (await import('./token-create.js')).tokenCreate },
+  { name: 'token list', load: async () => (await import('./token-list.js')).tokenList },
+  { name: 'token revoke', load: async () => (await import('./token-revoke.js')).tokenRevoke },
+  { name: 'webhook add', load: async () => (await import('./webhook-add.js')).webhookAdd },
+  { name: 'webhook list', load: async () => (await import('./webhook-list.js')).webhookList },
+  { name: 'webhook remove', load: async () => (await import('./webhook-remove.js')).webhookRemove },
+  { name: 'config', load: async () => (await import('./config.js')).configCommand },
+  { name: 'webhook test', load: async () => (await import('./webhook-test.js')).webhookTest },
+  { name: 'webhook redeliver', load: async () => (await import('./webhook-redeliver.js')).webhookRedeliver },
+  { name: 'migrate', load: async () => (await import('./migrate.js')).migrate },
+  { name: 'backup', load: async () => (await import('./backup.js')).backup },
+  { name: 'restore', load: async () => (await import('./restore.js')).restore },
+  { name: 'export', load: async () => (await import('./export.js')).exportCommand },
+  { name: 'import', load: async () => (await import('./import.js')).importCommand },
 ];
+
+/** Every command, in the order help lists them (loads them all: for help and the generated reference). */
+export const allCommands = (): Promise<Command[]> => Promise.all(COMMAND_MODULES.map((c) => c.load()));
 
 const HELP = ['-h', '--help'];
 
 const firstSentence = (c: Command) => c.summary.split('. ')[0]!.replace(/\.$/, '');
 
-function usage(commands: readonly Command[], word?: string): string {
+/** The usage text listing `modules` (every command, or a group's), loading them for their summaries. */
+async function usage(modules: readonly { load: () => Promise<Command> }[], word?: string): Promise<string> {
+  const [commands, { wrap }] = await Promise.all([Promise.all(modules.map((c) => c.load())), import('./args.js')]);
   const head = word ? `${word} <command>` : '<command>';
   return `Usage: plant-store ${head} [options]
 
@@ -55,8 +44,8 @@ Run "plant-store ${head} --help" for a command's options and defaults.
 ${word ? '' : 'Run "plant-store --version" for the version.\n'}`;
 }
 
-function findCommand(argv: readonly string[]): [Command | undefined, string[]] {
-  for (const c of COMMANDS) {
+function findCommand(argv: readonly string[]): [(typeof COMMAND_MODULES)[number] | undefined, string[]] {
+  for (const c of COMMAND_MODULES) {
     const words = c.name.split(' ');
     if (words.every((w, i) => argv[i] === w)) return [c, argv.slice(words.length)];
   }
@@ -64,7 +53,7 @@ function findCommand(argv: readonly string[]): [Command | undefined, string[]] {
 }
 
 /** The commands whose name starts with `word` and has more words ("token" → token create, list, revoke). */
-const group = (word: string) => COMMANDS.filter((c) => c.name.startsWith(`${word} `));
+const group = (word: string) => COMMAND_MODULES.filter((c) => c.name.startsWith(`${word} `));
 
 /**
  * The plant-store command line: runs the command `argv` names with the
@@ -73,8 +62,10 @@ const group = (word: string) => COMMANDS.filter((c) => c.name.startsWith(`${word
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   if (argv[0] === 'help') argv = argv.length > 1 ? [...argv.slice(1), '--help'] : ['--help'];
-  const [command, rest] = findCommand(argv);
-  if (!command) return noCommand(argv, io);
+  const [found, rest] = findCommand(argv);
+  if (!found) return noCommand(argv, io);
+  const command = await found.load();
+  const { UsageError, helpText, parseCommandArgs } = await import('./args.js');
   try {
     const { values, positionals } = parseCommandArgs(command, rest);
     if (values.help) {
@@ -88,51 +79,64 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     return await command.run(io, values, positionals);
   } catch (error) {
-    // Refusals that another command line fixes, having changed nothing.
-    const refused = error instanceof ManageError && error.kind === 'invalid';
-    if (refused || error instanceof UsageError || error instanceof ConfigError || error instanceof BackupOptionError) {
-      io.stderr.write(`plant-store ${command.name}: ${error.message}\n`);
-      return 2;
-    }
-    io.stderr.write(`plant-store ${command.name}: ${describe(error)}\n`);
-    return 1;
+    const refused = error instanceof UsageError || (await isRefusal(error));
+    io.stderr.write(`plant-store ${command.name}: ${refused ? (error as Error).message : await describe(error)}\n`);
+    return refused ? 2 : 1;
   }
 }
 
+/** Refusals that another command line fixes, having changed nothing (exit code 2). */
+async function isRefusal(error: unknown): Promise<boolean> {
+  // Loaded here, on the failing path: each is already loaded by the commands that can throw it.
+  const [{ ConfigError }, { ManageError }, { BackupOptionError }] = await Promise.all([
+    import('../config.js'),
+    import('../manage/manage-error.js'),
+    import('../backup/sqlite-backup.js'),
+  ]);
+  return (
+    (error instanceof ManageError && error.kind === 'invalid') ||
+    error instanceof ConfigError ||
+    error instanceof BackupOptionError
+  );
+}
+
 /** No command matched: top-level flags, a command group ("token") or a mistake. */
-function noCommand(argv: readonly string[], io: CliIo): number {
+async function noCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const [first, second] = argv;
-  if (first === undefined) {
-    io.stderr.write(usage(COMMANDS));
-    return 2;
-  }
-  if (HELP.includes(first)) {
-    io.stdout.write(usage(COMMANDS));
-    return 0;
-  }
   if (first === '--version') {
     io.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
+  if (first === undefined) {
+    io.stderr.write(await usage(COMMAND_MODULES));
+    return 2;
+  }
+  if (HELP.includes(first)) {
+    io.stdout.write(await usage(COMMAND_MODULES));
+    return 0;
+  }
   const members = group(first);
   if (members.length > 0) {
+    const listed = await usage(members, first);
     if (second !== undefined && HELP.includes(second)) {
-      io.stdout.write(usage(members, first));
+      io.stdout.write(listed);
       return 0;
     }
     const what =
       second === undefined ? `"${first}" needs a command` : `unknown command "${argv.join(' ')}"${suggestion(argv)}`;
-    io.stderr.write(`plant-store ${first}: ${what}\n\n${usage(members, first)}`);
+    io.stderr.write(`plant-store ${first}: ${what}\n\n${listed}`);
     return 2;
   }
-  io.stderr.write(`plant-store: unknown command "${argv.join(' ')}"${suggestion(argv)}\n\n${usage(COMMANDS)}`);
+  io.stderr.write(
+    `plant-store: unknown command "${argv.join(' ')}"${suggestion(argv)}\n\n${await usage(COMMAND_MODULES)}`,
+  );
   return 2;
 }
 
 /** ' (did you mean "token create"?)' for a likely typo of a command's name, else ''. */
 function suggestion(argv: readonly string[]): string {
   let best: { name: string; distance: number } | undefined;
-  for (const c of COMMANDS) {
+  for (const c of COMMAND_MODULES) {
     const typed = argv.slice(0, c.name.split(' ').length).join(' ');
     const distance = editDistance(typed, c.name);
     if (nearest(typed, [c.name]) !== undefined && (best === undefined || distance < best.distance))
@@ -142,7 +146,12 @@ function suggestion(argv: readonly string[]): string {
 }
 
 /** An error's message, followed by its causes' ("store unavailable: connect ECONNREFUSED 127.0.0.1:5432"). */
-function describe(error: unknown): string {
+async function describe(error: unknown): Promise<string> {
+  const [{ CliError }, { ManageError }, { errorMessages }] = await Promise.all([
+    import('./store-errors.js'),
+    import('../manage/manage-error.js'),
+    import('../store/error-causes.js'),
+  ]);
   // A CliError's message already says all there is; its cause is the raw failure it explains.
   return error instanceof CliError || error instanceof ManageError ? error.message : errorMessages(error);
 }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 type StoreClass<Rest extends unknown[]> = new (
   continueExceeding: boolean,
@@ -69,27 +69,41 @@ export class RedisCounters implements RateCounters {
   #down = false;
   #skipUntil = 0;
 
-  constructor(
+  private constructor(
+    client: Redis,
     url: string,
     private readonly prefix: string,
     private readonly log: FastifyBaseLogger,
   ) {
     this.#target = redisTarget(url);
-    this.#client = new Redis(url, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: COMMAND_TIMEOUT_MS,
-      connectTimeout: 1000,
-      // Keep reconnecting, at least once a second, for as long as the process runs.
-      retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
-    });
+    this.#client = client;
     this.#client.on('error', (error: Error) => this.#failed(error));
     this.#client.on('ready', () => this.#recovered());
   }
 
+  /** Counters in the Redis at `url`, connected (or counting the outage); ioredis is loaded only here, where it is used. */
+  static async open(url: string, prefix: string, log: FastifyBaseLogger): Promise<RedisCounters> {
+    const { Redis } = await import('ioredis');
+    const counters = new RedisCounters(
+      new Redis(url, {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: COMMAND_TIMEOUT_MS,
+        connectTimeout: 1000,
+        // Keep reconnecting, at least once a second, for as long as the process runs.
+        retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
+      }),
+      url,
+      prefix,
+      log,
+    );
+    await counters.connect();
+    return counters;
+  }
+
   /** Connects, waiting at most `timeoutMs`; a server that starts without Redis counts as an outage and serves on. */
-  async connect(timeoutMs = 1000): Promise<void> {
+  private async connect(timeoutMs = 1000): Promise<void> {
     const ready = this.#client.connect().catch((error: Error) => this.#failed(error));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));

@@ -134,11 +134,7 @@ export async function registerRateLimits(
   if (config.rateLimit === null && config.authFailLimit === null) return;
   let counters: RateCounters;
   if (config.redis === null) counters = new LocalCounters(maxKeys);
-  else {
-    const redis = new RedisCounters(config.redis, config.redisKeyPrefix, app.log);
-    await redis.connect();
-    counters = redis;
-  }
+  else counters = await RedisCounters.open(config.redis, config.redisKeyPrefix, app.log);
   app.addHook('onClose', () => counters.close());
   document429(app);
   if (config.rateLimit !== null) await limitOwners(app, counters.store(), config.rateLimit);

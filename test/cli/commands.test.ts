@@ -23,7 +23,7 @@ import {
 } from '../helpers/server.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
 import { runCliInProcess as runCli } from '../helpers/cli.js';
-import { COMMANDS } from '../../src/cli/main.js';
+import { allCommands } from '../../src/cli/main.js';
 import { describeEachStore } from '../helpers/stores.js';
 
 /** Every test here is bounded; a served process takes ~1 s to start, more on a busy machine. */
@@ -123,7 +123,7 @@ describe('plant-store help', () => {
     assert.equal(short.stdout, results[0]!.stdout);
   });
   it('every command that takes --db takes --db-file, and lists it in --help', LIMIT, async () => {
-    const withDb = COMMANDS.filter((c) => c.settings.includes('db'));
+    const withDb = (await allCommands()).filter((c) => c.settings.includes('db'));
     assert.ok(withDb.length > 1);
     for (const c of withDb) {
       const r = await runCli([...c.name.split(' '), '--db-file', '/nonexistent/db-url', '--help']);
