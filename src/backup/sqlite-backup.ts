@@ -18,6 +18,7 @@ import { basename, dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { PRIVATE_FILE, PRIVATE_FOLDER } from '../store/sqlite/db-connect.sqlite.js';
+import { isBusy } from '../store/sqlite/errors.sqlite.js';
 import {
   SQLITE_MIGRATIONS,
   expectedSchema,
@@ -216,7 +217,7 @@ function inUse(path: string): boolean {
     db.exec('COMMIT');
     return false;
   } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+    if (isBusy(error)) return true;
     throw error;
   } finally {
     db.close();

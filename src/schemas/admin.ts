@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 // The admin API's bodies (/admin/tokens and /admin/webhooks on the admin
-// listener). The scope and event names are the store's (SCOPES,
-// WEBHOOK_EVENT_TYPES; a test checks they agree); owners are checked by the
+// listener). The scope and event names are declared here once, and the
+// store takes them (SCOPES, WEBHOOK_EVENT_TYPES); owners are checked by the
 // same rule as everywhere (manage/tokens.ts).
 
 export const ADMIN_SCOPES = ['plants:read', 'plants:write'] as const;

@@ -1,5 +1,6 @@
 // The domain's view of persistence. Each database has one implementation of
 // these interfaces; routes and auth only ever see these types.
+import { ADMIN_EVENT_TYPES, ADMIN_SCOPES } from '../schemas/admin.js';
 
 export interface NewPlantRecord {
   id: bigint;
@@ -107,8 +108,9 @@ export class TooManyPlantsError extends Error {
   }
 }
 
-export type Scope = 'plants:read' | 'plants:write';
-export const SCOPES: readonly Scope[] = ['plants:read', 'plants:write'];
+/** The scopes a token may carry, as the admin API's schema names them. */
+export const SCOPES = ADMIN_SCOPES;
+export type Scope = (typeof SCOPES)[number];
 
 export interface TokenRecord {
   id: string;
@@ -157,7 +159,8 @@ export interface StoreTransfer {
   importTokens(tokens: readonly TokenDump[]): Promise<number>;
 }
 
-export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const;
+/** The events an endpoint may subscribe to, as the admin API's schema names them. */
+export const WEBHOOK_EVENT_TYPES = ADMIN_EVENT_TYPES;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** A registered webhook endpoint; its signing secret is stored sealed (encrypted), never in the clear. */

@@ -1,7 +1,7 @@
 // The one walk over what an error wraps, and the checks and messages built on it.
 import assert from 'node:assert/strict';
 import { errorChain, errorMessages } from '../../src/store/error-causes.js';
-import { isUnavailableError, refusedStartupParameter } from '../../src/store/postgres/db-connect.postgres.js';
+import { isUnavailableError, refusedStartupParameter } from '../../src/store/postgres/errors.postgres.js';
 import { describe, it } from '../helpers/requirements.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });

@@ -7,11 +7,8 @@ import pg from 'pg';
 import { describe, it, needs, requirement, tcpProbe } from '../helpers/requirements.js';
 import { freePort } from '../helpers/ports.js';
 import { PG_URL } from '../helpers/stores.js';
-import {
-  ReadOnlyServerError,
-  assertWritable,
-  unavailableReason,
-} from '../../src/store/postgres/db-connect.postgres.js';
+import { assertWritable } from '../../src/store/postgres/db-connect.postgres.js';
+import { ReadOnlyServerError, unavailableReason } from '../../src/store/postgres/errors.postgres.js';
 
 const TIMEOUT = 15_000;
 const { hostname, port } = new URL(PG_URL);

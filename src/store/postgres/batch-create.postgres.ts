@@ -3,6 +3,7 @@ import { TooManyPlantsError, type BatchOutcome, type NewPlantRecord } from '../s
 import { inTransaction, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { raceError } from './insert-batcher.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
 // A batch is one transaction of a few statements. The owner's lock comes
 // first, in a statement of its own: every plant write of the owner takes it,
@@ -47,7 +48,8 @@ const INSERT = {
     SELECT count(*)::int4 AS n FROM inserted`,
 } as const;
 
-type StoredRow = [n: number, name: string, tag: string | null];
+/** The place in the batch (from 1) of a plant the owner has already, and its content. */
+type StoredRow = [n: number, name: PostgresRow<'plants'>['name'], tag: PostgresRow<'plants'>['tag']];
 
 /** Thrown inside the transaction to roll it back with an answer; caught before it reaches the pool (which would drop the connection). */
 class Refused {

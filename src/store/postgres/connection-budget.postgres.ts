@@ -1,5 +1,6 @@
 import { ConfigError, type PostgresConfig } from '../../config.js';
-import { createPgPool, startupError, withClient } from './db-connect.postgres.js';
+import { createPgPool, withClient } from './db-connect.postgres.js';
+import { startupError } from './errors.postgres.js';
 
 /** How many more connections the server accepts from roles that are not superusers, and why. */
 export interface ConnectionRoom {

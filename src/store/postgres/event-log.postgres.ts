@@ -1,6 +1,9 @@
 import type pg from 'pg';
-import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent, type WebhookEventType } from '../store.js';
-import { withClient, writeWithClient } from './db-connect.postgres.js';
+import { EVENT_PRUNE_CHUNK, type EventLog, type PlantEvent } from '../store.js';
+import { toPlantEvent, type ColumnTuple } from '../rows.js';
+import type { PostgresRow } from './tables.postgres.js';
+import { operation } from '../operation.js';
+import { run, withClient, writeWithClient } from './db-connect.postgres.js';
 
 /**
  * Event ids on PostgreSQL are (writing transaction's id << ORDINAL_BITS) +
@@ -82,37 +85,11 @@ export const lockOwners = (owners: string, source: string) => `
 /** lockOwners for a statement that writes for one owner, given as an SQL expression (a parameter). */
 export const lockOwner = (owner: string) => lockOwners(owner, '(VALUES (1)) AS one');
 
-type EventRow = [
-  id: string,
-  owner: string,
-  type: WebhookEventType,
-  plantId: string,
-  name: string | null,
-  tag: string | null,
-  at: string,
-];
+const EVENT_COLUMNS = ['id', 'owner', 'type', 'plant_id', 'name', 'tag'] as const;
+/** The event's columns, and when it happened in milliseconds since the epoch. */
+type EventRow = [...ColumnTuple<PostgresRow<'plant_events'>, typeof EVENT_COLUMNS>, occurredAtMs: bigint];
+const COLUMNS = `${EVENT_COLUMNS.join(', ')}, (extract(epoch FROM occurred_at) * 1000)::int8`;
 
-// Ordered by plant_events.id: a bare "id" in ORDER BY would name the text column below.
-const COLUMNS = `id::text, owner, type, plant_id::text, name, tag, (extract(epoch FROM occurred_at) * 1000)::int8::text`;
-
-const AFTER = {
-  name: 'plant_events_after',
-  text: `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 AND id < ${READABLE} ORDER BY plant_events.id LIMIT $2::int4`,
-  rowMode: 'array',
-} as const;
-const OWNER_AFTER = {
-  name: 'plant_events_owner_after',
-  text: `SELECT ${COLUMNS} FROM plant_events
-    WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 AND id < ${READABLE}
-    ORDER BY plant_events.id LIMIT $4::int4`,
-  rowMode: 'array',
-} as const;
-const BOUNDS = {
-  name: 'plant_events_bounds',
-  text: `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
-        (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text))::text AS pruned,
-      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE})::text AS newest`,
-} as const;
 /**
  * The oldest event webhook delivery still needs, or NULL: the first not yet
  * fanned out (while an endpoint is active), and every event a delivery
@@ -127,14 +104,40 @@ const OWNER_DELIVERY_NEEDS = `SELECT LEAST(
      WHERE EXISTS (SELECT FROM webhook_endpoints WHERE owner = $1::text AND disabled_at IS NULL)),
     (SELECT min(d.event) FROM webhook_endpoints e JOIN webhook_deliveries d ON d.endpoint_id = e.id
      WHERE e.owner = $1::text))`;
-// By age: a prefix of at most EVENT_PRUNE_CHUNK readable rows, never the
-// newest readable event (whose id tells new streams and resuming clients
-// where the log is), and the mark of the largest id removed, in one
-// statement; owners' marks it passes are forgotten. (LEAST passes over
-// NULLs: with no old event, the cut is 0, removing nothing.)
-const PRUNE_BY_AGE = {
-  name: 'plant_events_prune_by_age',
-  text: `WITH readable AS (
+
+// The event log's operations. Locks: reads take none, and see only ids
+// below READABLE, so no commit can add an event below what they return.
+// Pruning takes the row locks of the rows it deletes and of the mark it
+// raises (one row, or the owner's), so two instances pruning at once take
+// turns on the same rows and the second finds them gone.
+const SQL = {
+  after: operation<[after: string, limit: number], EventRow>(
+    'plant_events_after',
+    `SELECT ${COLUMNS} FROM plant_events WHERE id > $1::int8 AND id < ${READABLE} ORDER BY plant_events.id LIMIT $2::int4`,
+    { rowMode: 'array' },
+  ),
+  ownerAfter: operation<[owner: string, after: string, upTo: string, limit: number], EventRow>(
+    'plant_events_owner_after',
+    `SELECT ${COLUMNS} FROM plant_events
+    WHERE owner = $1::text AND id > $2::int8 AND id <= $3::int8 AND id < ${READABLE}
+    ORDER BY plant_events.id LIMIT $4::int4`,
+    { rowMode: 'array' },
+  ),
+  bounds: operation<[owner: string | null], { pruned: bigint; newest: bigint | null }>(
+    'plant_events_bounds',
+    `SELECT GREATEST((SELECT up_to FROM plant_events_pruned),
+        (SELECT up_to FROM plant_events_owner_pruned WHERE owner = $1::text)) AS pruned,
+      (SELECT GREATEST(max(id), 0) FROM plant_events WHERE id < ${READABLE}) AS newest`,
+  ),
+  // By age: a prefix of at most EVENT_PRUNE_CHUNK readable rows, never the
+  // newest readable event (whose id tells new streams and resuming clients
+  // where the log is), and the mark of the largest id removed, in one
+  // statement; owners' marks it passes are forgotten. (LEAST passes over
+  // NULLs: with no old event, the cut is 0, removing nothing.) Locks: the
+  // rows it deletes, and the mark's one row when it removed any.
+  pruneByAge: operation<[before: number], { n: number }>(
+    'plant_events_prune_by_age',
+    `WITH readable AS (
       SELECT ${READABLE} AS below
     ), head AS (
       SELECT id, occurred_at FROM plant_events WHERE id < (SELECT below FROM readable) ORDER BY id LIMIT ${EVENT_PRUNE_CHUNK}
@@ -156,20 +159,21 @@ const PRUNE_BY_AGE = {
       DELETE FROM plant_events_owner_pruned WHERE up_to <= (SELECT up_to FROM marked)
     )
     SELECT count(*)::int AS n FROM removed`,
-} as const;
-// The owners of the readable events after $1 (at most $2 of them looked at).
-const LOGGED = {
-  name: 'plant_events_logged_owners',
-  text: `SELECT owner, max(id)::text AS last, count(*)::int AS n FROM (
+  ),
+  // The owners of the readable events after $1 (at most $2 of them looked at).
+  loggedOwners: operation<[after: string, limit: number], { owner: string; last: string; n: number }>(
+    'plant_events_logged_owners',
+    `SELECT owner, max(id)::text AS last, count(*)::int AS n FROM (
       SELECT owner, id FROM plant_events WHERE id > $1::int8 AND id < ${READABLE} ORDER BY id LIMIT $2::int4
     ) AS logged GROUP BY owner`,
-} as const;
-// By count, for one owner: its events up to the newest beyond its newest $2
-// (counted, as ids skip numbers), at most EVENT_PRUNE_CHUNK of them, and its
-// mark, in one statement. `more`: it has more beyond its cap.
-const PRUNE_OWNER = {
-  name: 'plant_events_prune_owner',
-  text: `WITH wanted AS (
+  ),
+  // By count, for one owner: its events up to the newest beyond its newest $2
+  // (counted, as ids skip numbers), at most EVENT_PRUNE_CHUNK of them, and its
+  // mark, in one statement. `more`: it has more beyond its cap. Locks: the
+  // rows it deletes and the owner's mark; other owners' writes go on.
+  pruneOwner: operation<[owner: string, keep: string], { n: number; more: boolean }>(
+    'plant_events_prune_owner',
+    `WITH wanted AS (
       SELECT (SELECT id FROM plant_events WHERE owner = $1::text AND id < ${READABLE}
         ORDER BY id DESC OFFSET $2::int8 LIMIT 1) AS id
     ), chunk AS (
@@ -193,63 +197,47 @@ const PRUNE_OWNER = {
       ON CONFLICT (owner) DO UPDATE SET up_to = GREATEST(plant_events_owner_pruned.up_to, excluded.up_to)
     )
     SELECT count(*)::int AS n, coalesce((SELECT id < wanted FROM cut), false) AS more FROM removed`,
-} as const;
+  ),
 
-// Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
-const FORGET_FAILED = {
-  name: 'webhook_deliveries_forget_failed',
-  text: 'DELETE FROM webhook_deliveries WHERE failed_at < to_timestamp($1::float8 / 1000)',
-} as const;
-
-const toEvent = ([id, owner, type, plantId, name, tag, at]: EventRow): PlantEvent => ({
-  id: BigInt(id),
-  owner,
-  type,
-  plantId: BigInt(plantId),
-  name,
-  tag,
-  occurredAt: Number(at),
-});
+  // Failed deliveries go with the events of their age (the partial index
+  // webhook_deliveries_failed). Locks: the rows it deletes; no claim holds a
+  // failed delivery (its next attempt is 'infinity').
+  forgetFailed: operation<[before: number]>(
+    'webhook_deliveries_forget_failed',
+    'DELETE FROM webhook_deliveries WHERE failed_at < to_timestamp($1::float8 / 1000)',
+  ),
+};
 
 export class PostgresEventLog implements EventLog {
   constructor(private readonly pool: pg.Pool) {}
 
   async after(after: bigint, limit: number): Promise<PlantEvent[]> {
-    const { rows } = await withClient(this.pool, (c) =>
-      c.query<EventRow>({ ...AFTER, values: [after.toString(), limit] }),
-    );
-    return rows.map(toEvent);
+    const { rows } = await withClient(this.pool, (c) => run(c, SQL.after, [after.toString(), limit]));
+    return rows.map(toPlantEvent);
   }
 
   async ownerAfter(owner: string, after: bigint, upTo: bigint, limit: number): Promise<PlantEvent[]> {
     const { rows } = await withClient(this.pool, (c) =>
-      c.query<EventRow>({ ...OWNER_AFTER, values: [owner, after.toString(), upTo.toString(), limit] }),
+      run(c, SQL.ownerAfter, [owner, after.toString(), upTo.toString(), limit]),
     );
-    return rows.map(toEvent);
+    return rows.map(toPlantEvent);
   }
 
   async bounds(owner?: string): Promise<{ pruned: bigint; newest: bigint }> {
-    const { rows } = await withClient(this.pool, (c) =>
-      c.query<{ pruned: string; newest: string | null }>({ ...BOUNDS, values: [owner ?? null] }),
-    );
+    const { rows } = await withClient(this.pool, (c) => run(c, SQL.bounds, [owner ?? null]));
     const { pruned, newest } = rows[0]!;
-    return { pruned: BigInt(pruned), newest: BigInt(newest ?? 0) };
+    return { pruned, newest: newest ?? 0n };
   }
 
   /** Every owner of the events up to this id has been looked at, by this process. */
   #lookedUpTo = 0n;
 
   async prune(before: number, keep: number): Promise<{ removed: number; more: boolean }> {
-    await writeWithClient(this.pool, (c) => c.query({ ...FORGET_FAILED, values: [before] }));
-    const { rows } = await writeWithClient(this.pool, (c) =>
-      c.query<{ n: number }>({ ...PRUNE_BY_AGE, values: [before] }),
-    );
+    await writeWithClient(this.pool, (c) => run(c, SQL.forgetFailed, [before]));
+    const { rows } = await writeWithClient(this.pool, (c) => run(c, SQL.pruneByAge, [before]));
     const aged = rows[0]!.n;
     const logged = await withClient(this.pool, (c) =>
-      c.query<{ owner: string; last: string; n: number }>({
-        ...LOGGED,
-        values: [this.#lookedUpTo.toString(), EVENT_PRUNE_CHUNK],
-      }),
+      run(c, SQL.loggedOwners, [this.#lookedUpTo.toString(), EVENT_PRUNE_CHUNK]),
     );
     let capped = 0;
     let scanned = 0;
@@ -260,7 +248,7 @@ export class PostgresEventLog implements EventLog {
       if (BigInt(id) > last) last = BigInt(id);
       const { rows: cut } = await writeWithClient(this.pool, (c) =>
         // Each owner keeps its newest event at least, so the log's newest stays.
-        c.query<{ n: number; more: boolean }>({ ...PRUNE_OWNER, values: [owner, Math.max(1, keep).toString()] }),
+        run(c, SQL.pruneOwner, [owner, Math.max(1, keep).toString()]),
       );
       capped += cut[0]!.n;
       if (cut[0]!.more) ownerLeft = true;

@@ -1,15 +1,11 @@
 import type pg from 'pg';
 import type { Scope, TokenRecord, TokenStore } from '../store.js';
-import { withClient, writeWithClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { inTransaction, run, withClient, writeWithClient } from './db-connect.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
-export interface TokenRow {
-  id: string;
-  owner: string;
-  scopes: string;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
+/** A token as read, without its hash. */
+export type TokenRow = Omit<PostgresRow<'tokens'>, 'hash'>;
 
 export const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,
@@ -20,42 +16,9 @@ export const toRecord = (row: TokenRow): TokenRecord => ({
   revokedAt: row.revoked_at ?? undefined,
 });
 
-const COLUMNS = 'id, owner, scopes, created_at, expires_at, revoked_at';
+type TokenValues = [id: string, hash: Buffer, owner: string, scopes: string, createdAt: Date, expiresAt: Date | null];
 
-const INSERT = {
-  name: 'tokens_insert',
-  text: `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
-    VALUES ($1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz)`,
-} as const;
-const INSERT_FIRST = {
-  name: 'tokens_insert_first',
-  text: `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
-    SELECT $1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz
-    WHERE NOT EXISTS (SELECT 1 FROM tokens)`,
-} as const;
-// Under READ COMMITTED two transactions could both find the table empty:
-// this lock makes the second one wait and then see the first one's token.
-const FIRST_TOKEN_LOCK = {
-  name: 'tokens_first_lock',
-  text: "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))",
-} as const;
-const BY_HASH = { name: 'tokens_by_hash', text: `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea` } as const;
-const BY_IDS = {
-  name: 'tokens_by_ids',
-  text: `SELECT ${COLUMNS} FROM tokens WHERE id = ANY ($1::text[])`,
-} as const;
-const ALL = { name: 'tokens_all', text: `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id` } as const;
-// coalesce keeps the first revocation time when a token is revoked twice.
-const REVOKE_BY_ID = {
-  name: 'tokens_revoke_by_id',
-  text: 'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE id = $2::text',
-} as const;
-const REVOKE_BY_HASH = {
-  name: 'tokens_revoke_by_hash',
-  text: 'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE hash = $2::bytea',
-} as const;
-
-const tokenValues = (t: TokenRecord, hash: Buffer) => [
+const tokenValues = (t: TokenRecord, hash: Buffer): TokenValues => [
   t.id,
   hash,
   t.owner,
@@ -64,49 +27,89 @@ const tokenValues = (t: TokenRecord, hash: Buffer) => [
   t.expiresAt ?? null,
 ];
 
+const COLUMNS = 'id, owner, scopes, created_at, expires_at, revoked_at';
+
+// The token operations. Locks: reads take none (a snapshot); a write takes
+// the row locks of the rows it writes, and the unique id and hash make a
+// second insert of either fail.
+const SQL = {
+  insert: operation<TokenValues>(
+    'tokens_insert',
+    `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
+    VALUES ($1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz)`,
+  ),
+  /** Run after firstTokenLock, in its transaction. */
+  insertFirst: operation<TokenValues>(
+    'tokens_insert_first',
+    `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at)
+    SELECT $1::text, $2::bytea, $3::text, $4::text, $5::timestamptz, $6::timestamptz
+    WHERE NOT EXISTS (SELECT 1 FROM tokens)`,
+  ),
+  /**
+   * A transaction-scoped advisory lock of its own: under READ COMMITTED two
+   * transactions could both find the table empty; this makes the second one
+   * wait and then see the first one's token.
+   */
+  firstTokenLock: operation<[]>(
+    'tokens_first_lock',
+    "SELECT pg_advisory_xact_lock(hashtext('plant-store first token'))",
+  ),
+  byHash: operation<[hash: Buffer], TokenRow>('tokens_by_hash', `SELECT ${COLUMNS} FROM tokens WHERE hash = $1::bytea`),
+  byIds: operation<[ids: readonly string[]], TokenRow>(
+    'tokens_by_ids',
+    `SELECT ${COLUMNS} FROM tokens WHERE id = ANY ($1::text[])`,
+  ),
+  all: operation<[], TokenRow>('tokens_all', `SELECT ${COLUMNS} FROM tokens ORDER BY created_at, id`),
+  /** coalesce keeps the first revocation time when a token is revoked twice. */
+  revokeById: operation<[at: Date, id: string]>(
+    'tokens_revoke_by_id',
+    'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE id = $2::text',
+  ),
+  revokeByHash: operation<[at: Date, hash: Buffer]>(
+    'tokens_revoke_by_hash',
+    'UPDATE tokens SET revoked_at = coalesce(revoked_at, $1::timestamptz) WHERE hash = $2::bytea',
+  ),
+};
+
 export class PostgresTokenStore implements TokenStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async insert(t: TokenRecord, hash: Buffer): Promise<void> {
-    await writeWithClient(this.pool, (client) => client.query({ ...INSERT, values: tokenValues(t, hash) }));
+    await writeWithClient(this.pool, (client) => run(client, SQL.insert, tokenValues(t, hash)));
   }
 
   async insertFirst(t: TokenRecord, hash: Buffer): Promise<boolean> {
     const values = tokenValues(t, hash);
-    return writeWithClient(this.pool, async (client) => {
-      await client.query('BEGIN');
-      try {
-        await client.query(FIRST_TOKEN_LOCK);
-        const { rowCount } = await client.query({ ...INSERT_FIRST, values });
-        await client.query('COMMIT');
+    return writeWithClient(this.pool, (client) =>
+      inTransaction(client, async () => {
+        await run(client, SQL.firstTokenLock, []);
+        const { rowCount } = await run(client, SQL.insertFirst, values);
         return rowCount === 1;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      }
-    });
+      }),
+    );
   }
 
   async findByHash(hash: Buffer): Promise<TokenRecord | undefined> {
-    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>({ ...BY_HASH, values: [hash] }));
+    const { rows } = await withClient(this.pool, (client) => run(client, SQL.byHash, [hash]));
     const row = rows[0];
     return row && toRecord(row);
   }
 
   async findByIds(ids: readonly string[]): Promise<TokenRecord[]> {
-    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>({ ...BY_IDS, values: [ids] }));
+    const { rows } = await withClient(this.pool, (client) => run(client, SQL.byIds, [ids]));
     return rows.map(toRecord);
   }
 
   async list(): Promise<TokenRecord[]> {
-    const { rows } = await withClient(this.pool, (client) => client.query<TokenRow>(ALL));
+    const { rows } = await withClient(this.pool, (client) => run(client, SQL.all, []));
     return rows.map(toRecord);
   }
 
   async revoke(idOrHash: string | Buffer, at: Date): Promise<boolean> {
-    const query = typeof idOrHash === 'string' ? REVOKE_BY_ID : REVOKE_BY_HASH;
     const { rowCount } = await writeWithClient(this.pool, (client) =>
-      client.query({ ...query, values: [at, idOrHash] }),
+      typeof idOrHash === 'string'
+        ? run(client, SQL.revokeById, [at, idOrHash])
+        : run(client, SQL.revokeByHash, [at, idOrHash]),
     );
     return (rowCount ?? 0) > 0;
   }

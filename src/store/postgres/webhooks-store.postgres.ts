@@ -12,69 +12,22 @@ import {
   type WebhookEventType,
   type WebhookStore,
 } from '../store.js';
-import { inTransaction, withClient, writeWithClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { inTransaction, run, withClient, writeWithClient } from './db-connect.postgres.js';
 import { READABLE } from './event-log.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  events: string;
-  key_id: string;
-  created_at: Date;
-  disabled_at: Date | null;
-  disabled_reason: string | null;
-  pending: bigint;
-}
-
-interface ClaimRow {
-  event_id: string;
-  endpoint_id: string;
-  event: bigint;
-  attempts: number;
-}
-
-interface EventRow {
-  id: bigint;
-  type: WebhookEventType;
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
+type Endpoint = PostgresRow<'webhook_endpoints'>;
+type EndpointRow = Pick<
+  Endpoint,
+  'id' | 'owner' | 'url' | 'events' | 'key_id' | 'created_at' | 'disabled_at' | 'disabled_reason' | 'pending'
+>;
+type ClaimRow = Pick<PostgresRow<'webhook_deliveries'>, 'event_id' | 'endpoint_id' | 'event' | 'attempts'>;
+/** A claimed delivery's event, occurred_at in milliseconds since the epoch. */
+type EventRow = Pick<PostgresRow<'plant_events'>, 'id' | 'type' | 'plant_id' | 'name' | 'tag'> & {
   occurred_at: bigint;
-}
-
-interface LeasedEndpoint {
-  id: string;
-  owner: string;
-  url: string;
-  secret: Buffer;
-  failures: number;
-}
-
-// The cap and the insert under one lock per owner: two adds at once cannot both pass it.
-const OWNER_LOCK = {
-  name: 'webhooks_owner_lock',
-  text: "SELECT pg_advisory_xact_lock(hashtextextended('plant-store webhooks ' || $1::text, 0))",
-} as const;
-const INSERT = {
-  name: 'webhooks_insert',
-  text: `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
-    SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz,
-      (SELECT coalesce(max(id), 0) FROM plant_events)
-    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2::text AND disabled_at IS NULL) < $8::int8`,
-} as const;
-const ALL = {
-  name: 'webhooks_all',
-  text: `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
-    FROM webhook_endpoints e ORDER BY created_at, id`,
-} as const;
-// The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
-const REMOVE = { name: 'webhooks_remove', text: 'DELETE FROM webhook_endpoints WHERE id = $1::text' } as const;
-const GET = {
-  name: 'webhooks_get',
-  text: `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
-    FROM webhook_endpoints WHERE id = $1::text`,
-} as const;
+};
+type LeasedEndpoint = Pick<Endpoint, 'id' | 'owner' | 'url' | 'secret' | 'failures'>;
 
 // Events of the log one fan-out step passes at most; a claim takes steps
 // until it has made FAN_OUT_DELIVERIES deliveries or passed FAN_OUT_STEPS
@@ -82,20 +35,65 @@ const GET = {
 const FAN_OUT_EVENTS = 1024;
 const FAN_OUT_STEPS = 16;
 const FAN_OUT_DELIVERIES = 4096;
-/**
- * One step of the fan-out: gives the readable events after the position to
- * the endpoints subscribed (active, of the event's owner, listing its type,
- * registered before it), counts them in each endpoint's pending, moves the
- * position, and answers where to and the endpoints now past the bound. With
- * no active endpoint the position moves to the newest readable event at
- * once. The position's row is locked (SKIP LOCKED: an instance fanning out
- * meanwhile has it, and this one does nothing), so each event is fanned out
- * once. Driven from the endpoints: each reads its owner's events of the step
- * (a range of plant_events_owner_id).
- */
-const FAN_OUT = {
-  name: 'outbox_fan_out',
-  text: `WITH pos AS (
+
+// The webhook endpoints' and the outbox's operations. Locks: reads take
+// none. Each write takes the row locks of the rows it changes; where two
+// instances could take the same work, the statement says how they keep
+// apart: an advisory lock per owner for the cap, SKIP LOCKED for the
+// fan-out position and for claims, and a settlement changes a delivery only
+// while the claim that leased it still holds it.
+const SQL = {
+  // The cap and the insert (add) under a transaction-scoped advisory lock
+  // per owner: two adds at once cannot both pass the cap.
+  ownerLock: operation<[owner: string]>(
+    'webhooks_owner_lock',
+    "SELECT pg_advisory_xact_lock(hashtextextended('plant-store webhooks ' || $1::text, 0))",
+  ),
+  add: operation<
+    [
+      id: string,
+      owner: string,
+      url: string,
+      events: string,
+      secret: Buffer,
+      keyId: string,
+      createdAt: Date,
+      max: number,
+    ]
+  >(
+    'webhooks_insert',
+    `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
+    SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::timestamptz,
+      (SELECT coalesce(max(id), 0) FROM plant_events)
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2::text AND disabled_at IS NULL) < $8::int8`,
+  ),
+  all: operation<[], EndpointRow>(
+    'webhooks_all',
+    `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
+    FROM webhook_endpoints e ORDER BY created_at, id`,
+  ),
+  // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
+  remove: operation<[id: string]>('webhooks_remove', 'DELETE FROM webhook_endpoints WHERE id = $1::text'),
+  get: operation<[id: string], EndpointRow & Pick<Endpoint, 'secret'>>(
+    'webhooks_get',
+    `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
+    FROM webhook_endpoints WHERE id = $1::text`,
+  ),
+
+  /**
+   * One step of the fan-out: gives the readable events after the position to
+   * the endpoints subscribed (active, of the event's owner, listing its type,
+   * registered before it), counts them in each endpoint's pending, moves the
+   * position, and answers where to and the endpoints now past the bound. With
+   * no active endpoint the position moves to the newest readable event at
+   * once. The position's row is locked (SKIP LOCKED: an instance fanning out
+   * meanwhile has it, and this one does nothing), so each event is fanned out
+   * once. Driven from the endpoints: each reads its owner's events of the step
+   * (a range of plant_events_owner_id).
+   */
+  fanOut: operation<[maxPending: number], { moved: number; added: number; overfull: string[] }>(
+    'outbox_fan_out',
+    `WITH pos AS (
       SELECT up_to FROM webhook_fan_out FOR UPDATE SKIP LOCKED
     ), step AS (
       SELECT CASE WHEN EXISTS (SELECT FROM webhook_endpoints WHERE disabled_at IS NULL)
@@ -123,17 +121,29 @@ const FAN_OUT = {
     )
     SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT count(*) FROM ins)::int AS added,
       coalesce((SELECT array_agg(id) FROM counted WHERE pending > $1::int8), '{}') AS overfull`,
-} as const;
-/**
- * Leases the endpoints that are due (waiting longest first), at most
- * $perOwner of an owner counting those the caller is busy with already.
- * SKIP LOCKED: instances claiming at once pass over each other's endpoints;
- * retry_at moved past the lease keeps the endpoint from every later claim
- * until the claim ends or the lease runs out (the claimer died).
- */
-const LEASE_ENDPOINTS = {
-  name: 'outbox_lease_endpoints',
-  text: `WITH busy AS (
+  ),
+  /**
+   * Leases the endpoints that are due (waiting longest first), at most
+   * $perOwner of an owner counting those the caller is busy with already.
+   * SKIP LOCKED: instances claiming at once pass over each other's endpoints;
+   * retry_at moved past the lease keeps the endpoint from every later claim
+   * until the claim ends or the lease runs out (the claimer died).
+   */
+  leaseEndpoints: operation<
+    [
+      keyId: string,
+      exclude: string[],
+      busyOwners: string[],
+      busyCounts: number[],
+      perOwner: number,
+      limit: number,
+      leaseMs: number,
+      claim: string,
+    ],
+    LeasedEndpoint
+  >(
+    'outbox_lease_endpoints',
+    `WITH busy AS (
       SELECT * FROM unnest($3::text[], $4::int[]) AS b(owner, n)
     ), due AS (
       SELECT e.id, e.owner, e.retry_at FROM webhook_endpoints e
@@ -150,10 +160,15 @@ const LEASE_ENDPOINTS = {
     UPDATE webhook_endpoints e SET retry_at = now() + $7::int8 * interval '1 millisecond', claim = $8::text
     FROM chosen WHERE e.id = chosen.id
     RETURNING e.id, e.owner, e.url, e.secret, e.failures`,
-} as const;
-const CLAIM_ROWS = {
-  name: 'outbox_claim_rows',
-  text: `WITH picked AS (
+  ),
+  /**
+   * Each leased endpoint's due deliveries, oldest first, leased to the claim.
+   * SKIP LOCKED: a delivery whose row another transaction holds (a late
+   * settlement) is left for the next claim instead of waited for.
+   */
+  claimRows: operation<[endpoints: string[], perEndpoint: number, leaseMs: number, claim: string], ClaimRow>(
+    'outbox_claim_rows',
+    `WITH picked AS (
       SELECT d.event_id
       FROM unnest($1::text[]) AS e(id)
       CROSS JOIN LATERAL (
@@ -168,59 +183,64 @@ const CLAIM_ROWS = {
     SET attempts = d.attempts + 1, next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = $4::text
     FROM picked WHERE d.event_id = picked.event_id
     RETURNING d.event_id, d.endpoint_id, d.event, d.attempts`,
-} as const;
-// The claimed deliveries' events, read from the log, which keeps every event a delivery refers to.
-const EVENTS = {
-  name: 'outbox_claimed_events',
-  text: `SELECT id, type, plant_id, name, tag, floor(extract(epoch FROM occurred_at) * 1000)::int8 AS occurred_at
+  ),
+  // The claimed deliveries' events, read from the log, which keeps every event a delivery refers to.
+  claimedEvents: operation<[ids: string[]], EventRow>(
+    'outbox_claimed_events',
+    `SELECT id, type, plant_id, name, tag, floor(extract(epoch FROM occurred_at) * 1000)::int8 AS occurred_at
     FROM plant_events WHERE id = ANY ($1::int8[])`,
-} as const;
-// Leased endpoints whose events all wait for their own retry: not worth a look before then.
-const PARK = {
-  name: 'outbox_park',
-  text: `UPDATE webhook_endpoints e
+  ),
+  // Leased endpoints whose events all wait for their own retry: not worth a look before then.
+  park: operation<[endpoints: string[], claim: string]>(
+    'outbox_park',
+    `UPDATE webhook_endpoints e
     SET retry_at = coalesce(
         (SELECT min(next_attempt_at) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.failed_at IS NULL),
         now()
       ),
       claim = NULL
     WHERE e.id = ANY ($1::text[]) AND e.claim = $2::text`,
-} as const;
-const DELIVERED = {
-  name: 'outbox_delivered',
-  text: `WITH gone AS (
+  ),
+  // Settlements (delivered, retry, giveUp, release) change a delivery only
+  // while `claim` still holds it, so one whose lease ran out and was claimed
+  // again is left to the new claim; each takes the delivery's row lock, and
+  // delivered and giveUp the endpoint's too, to count it out of pending.
+  delivered: operation<[eventId: string, claim: string], { settled: number }>(
+    'outbox_delivered',
+    `WITH gone AS (
       DELETE FROM webhook_deliveries WHERE event_id = $1::text AND claim = $2::text RETURNING endpoint_id
     ), counted AS (
       UPDATE webhook_endpoints e SET pending = e.pending - 1 FROM gone WHERE e.id = gone.endpoint_id
     )
     SELECT count(*)::int AS settled FROM gone`,
-} as const;
-const RETRY = {
-  name: 'outbox_retry',
-  text: `UPDATE webhook_deliveries
+  ),
+  retry: operation<[eventId: string, claim: string, delayMs: number, error: string]>(
+    'outbox_retry',
+    `UPDATE webhook_deliveries
     SET next_attempt_at = now() + $3::int8 * interval '1 millisecond', claim = NULL, last_error = $4::text
     WHERE event_id = $1::text AND claim = $2::text`,
-} as const;
-// Given up: kept, with its next attempt at 'infinity' (no claim's range reaches it), for redeliver.
-const GIVE_UP = {
-  name: 'outbox_give_up',
-  text: `WITH failed AS (
+  ),
+  // Given up: kept, with its next attempt at 'infinity' (no claim's range reaches it), for redeliver.
+  giveUp: operation<[eventId: string, claim: string, error: string], { settled: number }>(
+    'outbox_give_up',
+    `WITH failed AS (
       UPDATE webhook_deliveries SET failed_at = now(), next_attempt_at = 'infinity', claim = NULL, last_error = $3::text
       WHERE event_id = $1::text AND claim = $2::text RETURNING endpoint_id
     ), counted AS (
       UPDATE webhook_endpoints e SET pending = e.pending - 1 FROM failed WHERE e.id = failed.endpoint_id
     )
     SELECT count(*)::int AS settled FROM failed`,
-} as const;
-/**
- * The endpoint's failed deliveries queued again in one statement: due at
- * once, before the newer ones, in the order of their events; counted in, and the endpoint's backoff
- * ended unless a claim holds it (that claim ends it as usual). A disabled
- * endpoint has none: its deliveries were dropped when it was disabled.
- */
-const REDELIVER = {
-  name: 'webhooks_redeliver',
-  text: `WITH endpoint AS (
+  ),
+  /**
+   * The endpoint's failed deliveries queued again in one statement: due at
+   * once, before the newer ones, in the order of their events; counted in, and the endpoint's backoff
+   * ended unless a claim holds it (that claim ends it as usual). A disabled
+   * endpoint has none: its deliveries were dropped when it was disabled.
+   * Locks: the failed deliveries' rows and the endpoint's.
+   */
+  redeliver: operation<[id: string], { found: number; n: number }>(
+    'webhooks_redeliver',
+    `WITH endpoint AS (
       SELECT id, disabled_at IS NULL AS active FROM webhook_endpoints WHERE id = $1::text
     ), requeued AS (
       UPDATE webhook_deliveries d
@@ -235,30 +255,34 @@ const REDELIVER = {
       WHERE e.id = $1::text AND EXISTS (SELECT FROM requeued)
     )
     SELECT (SELECT count(*) FROM endpoint)::int AS found, (SELECT count(*) FROM requeued)::int AS n`,
-} as const;
-const RELEASE = {
-  name: 'outbox_release',
-  text: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = now(), claim = NULL
+  ),
+  release: operation<[eventId: string, claim: string]>(
+    'outbox_release',
+    `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = now(), claim = NULL
     WHERE event_id = $1::text AND claim = $2::text`,
-} as const;
-const END_CLAIM = {
-  name: 'outbox_end_claim',
-  text: `UPDATE webhook_endpoints
+  ),
+  // Only while the claim holds the endpoint; the endpoint's row lock.
+  endClaim: operation<[endpointId: string, claim: string, delayMs: number, end: ClaimEnd['kind']]>(
+    'outbox_end_claim',
+    `UPDATE webhook_endpoints
     SET retry_at = now() + $3::int8 * interval '1 millisecond',
       failures = CASE $4::text WHEN 'done' THEN 0 WHEN 'failed' THEN failures + 1 ELSE failures END,
       claim = NULL
     WHERE id = $1::text AND claim = $2::text`,
-} as const;
-const DISABLE = {
-  name: 'outbox_disable',
-  text: `WITH disabled AS (
+  ),
+  // The endpoint's row lock, then its deliveries', dropped in the same
+  // statement: a claim holding some of them settles nothing afterwards.
+  disable: operation<[endpointId: string, reason: string], { disabled: number }>(
+    'outbox_disable',
+    `WITH disabled AS (
       UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2::text, pending = 0, claim = NULL
       WHERE id = $1::text AND disabled_at IS NULL RETURNING id
     ), dropped AS (
       DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM disabled)
     )
     SELECT count(*)::int AS disabled FROM disabled`,
-} as const;
+  ),
+};
 
 const toRecord = (row: EndpointRow): WebhookEndpointRecord => ({
   id: row.id,
@@ -279,34 +303,30 @@ export class PostgresWebhookStore implements WebhookStore {
     const values = [e.id, e.owner, e.url, e.events.join(' '), sealedSecret, e.keyId, e.createdAt, max];
     const added = await writeWithClient(this.pool, (client) =>
       inTransaction(client, async () => {
-        await client.query({ ...OWNER_LOCK, values: [e.owner] });
-        return (await client.query({ ...INSERT, values })).rowCount === 1;
+        await run(client, SQL.ownerLock, [e.owner]);
+        return (await run(client, SQL.add, values)).rowCount === 1;
       }),
     );
     if (!added) throw new TooManyEndpointsError(e.owner, max);
   }
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
-    const { rows } = await withClient(this.pool, (client) => client.query<EndpointRow>(ALL));
-    return rows.map((row) => ({ ...toRecord(row), pending: Number(row.pending) }));
+    const { rows } = await withClient(this.pool, (client) => run(client, SQL.all, []));
+    return rows.map((row) => ({ ...toRecord(row), pending: row.pending }));
   }
 
   async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
-    const { rows } = await withClient(this.pool, (client) =>
-      client.query<EndpointRow & { secret: Buffer }>({ ...GET, values: [id] }),
-    );
+    const { rows } = await withClient(this.pool, (client) => run(client, SQL.get, [id]));
     return rows[0] && { endpoint: toRecord(rows[0]), sealedSecret: rows[0].secret };
   }
 
   async remove(id: string): Promise<boolean> {
-    const { rowCount } = await writeWithClient(this.pool, (client) => client.query({ ...REMOVE, values: [id] }));
+    const { rowCount } = await writeWithClient(this.pool, (client) => run(client, SQL.remove, [id]));
     return rowCount === 1;
   }
 
   async redeliver(id: string): Promise<number | undefined> {
-    const { rows } = await writeWithClient(this.pool, (client) =>
-      client.query<{ found: number; n: number }>({ ...REDELIVER, values: [id] }),
-    );
+    const { rows } = await writeWithClient(this.pool, (client) => run(client, SQL.redeliver, [id]));
     return rows[0]!.found === 0 ? undefined : rows[0]!.n;
   }
 }
@@ -317,9 +337,7 @@ export class PostgresOutboxStore implements OutboxStore {
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
     let added = 0;
     for (let step = 0; step < FAN_OUT_STEPS && added < FAN_OUT_DELIVERIES; step++) {
-      const { rows } = await writeWithClient(this.pool, (client) =>
-        client.query<{ moved: number; added: number; overfull: string[] }>({ ...FAN_OUT, values: [o.maxPending] }),
-      );
+      const { rows } = await writeWithClient(this.pool, (client) => run(client, SQL.fanOut, [o.maxPending]));
       for (const id of rows[0]!.overfull) {
         await this.disableEndpoint(id, tooManyPendingReason(o.maxPending, new Date()));
       }
@@ -331,23 +349,25 @@ export class PostgresOutboxStore implements OutboxStore {
     const counts = owners.map((owner) => o.busyOwners.get(owner)!);
     const rows = await writeWithClient(this.pool, (client) =>
       inTransaction(client, async () => {
-        const leased = await client.query<LeasedEndpoint>({
-          ...LEASE_ENDPOINTS,
-          values: [o.keyId, [...o.exclude], owners, counts, o.perOwner, o.limit, o.leaseMs, claim],
-        });
+        const leased = await run(client, SQL.leaseEndpoints, [
+          o.keyId,
+          [...o.exclude],
+          owners,
+          counts,
+          o.perOwner,
+          o.limit,
+          o.leaseMs,
+          claim,
+        ]);
         if (leased.rows.length === 0) return [];
         const endpoints = new Map(leased.rows.map((e) => [e.id, e]));
-        const claimed = await client.query<ClaimRow>({
-          ...CLAIM_ROWS,
-          values: [[...endpoints.keys()], o.perEndpoint, o.leaseMs, claim],
-        });
+        const claimed = await run(client, SQL.claimRows, [[...endpoints.keys()], o.perEndpoint, o.leaseMs, claim]);
         const idle = [...endpoints.keys()].filter((id) => !claimed.rows.some((r) => r.endpoint_id === id));
-        if (idle.length > 0) await client.query({ ...PARK, values: [idle, claim] });
+        if (idle.length > 0) await run(client, SQL.park, [idle, claim]);
         if (claimed.rows.length === 0) return [];
-        const events = await client.query<EventRow>({
-          ...EVENTS,
-          values: [[...new Set(claimed.rows.map((r) => r.event.toString()))]],
-        });
+        const events = await run(client, SQL.claimedEvents, [
+          [...new Set(claimed.rows.map((r) => r.event.toString()))],
+        ]);
         const byId = new Map(events.rows.map((ev) => [ev.id.toString(), ev]));
         return claimed.rows.map((r) => ({
           row: { ...r, ...byId.get(r.event.toString())! },
@@ -376,30 +396,33 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async settle(d: ClaimedDelivery, s: DeliverySettlement): Promise<boolean> {
-    const key = [d.ref, d.claim];
+    const { ref, claim } = d;
     if (s.kind === 'delivered' || s.kind === 'give-up') {
-      const query = s.kind === 'delivered' ? { ...DELIVERED, values: key } : { ...GIVE_UP, values: [...key, s.error] };
-      const { rows } = await writeWithClient(this.pool, (client) => client.query<{ settled: number }>(query));
+      const { rows } = await writeWithClient(this.pool, (client) =>
+        s.kind === 'delivered'
+          ? run(client, SQL.delivered, [ref, claim])
+          : run(client, SQL.giveUp, [ref, claim, s.error]),
+      );
       return rows[0]?.settled === 1;
     }
-    const query =
-      s.kind === 'retry' ? { ...RETRY, values: [...key, Math.round(s.delayMs), s.error] } : { ...RELEASE, values: key };
-    const { rowCount } = await writeWithClient(this.pool, (client) => client.query(query));
+    const { rowCount } = await writeWithClient(this.pool, (client) =>
+      s.kind === 'retry'
+        ? run(client, SQL.retry, [ref, claim, Math.round(s.delayMs), s.error])
+        : run(client, SQL.release, [ref, claim]),
+    );
     return rowCount === 1;
   }
 
   async endClaim(endpointId: string, claim: string, end: ClaimEnd): Promise<boolean> {
     const delayMs = end.kind === 'failed' ? Math.round(end.delayMs) : 0;
     const { rowCount } = await writeWithClient(this.pool, (client) =>
-      client.query({ ...END_CLAIM, values: [endpointId, claim, delayMs, end.kind] }),
+      run(client, SQL.endClaim, [endpointId, claim, delayMs, end.kind]),
     );
     return rowCount === 1;
   }
 
   async disableEndpoint(endpointId: string, reason: string): Promise<boolean> {
-    const { rows } = await writeWithClient(this.pool, (client) =>
-      client.query<{ disabled: number }>({ ...DISABLE, values: [endpointId, reason] }),
-    );
+    const { rows } = await writeWithClient(this.pool, (client) => run(client, SQL.disable, [endpointId, reason]));
     return rows[0]?.disabled === 1;
   }
 }

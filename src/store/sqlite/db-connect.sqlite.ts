@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 import type { SqliteConfig } from '../../config.js';
+import type { Operation } from '../operation.js';
 import { leaveMarker, refuseToStartOver, StoreFileMissingError } from './store-file.js';
 
 /** What a connection needs: the file and its durability. */
@@ -129,4 +130,24 @@ function makeFolder(folder: string, file: string): void {
   } catch (error) {
     fail(`the folder ${folder} is not writable`, error);
   }
+}
+
+type Operations = Record<string, Operation<readonly unknown[], unknown>>;
+
+/** The statements of a set of operations, under the same names. */
+export type Prepared<Ops extends Operations> = {
+  readonly [K in keyof Ops]: Ops[K] extends Operation<infer P, infer R> ? Database.Statement<P & unknown[], R> : never;
+};
+
+/** The statements of `ops`, each prepared once on `db`, under the same names; typed by the operations. */
+export function prepareAll<Ops extends Operations>(db: Database.Database, ops: Ops): Prepared<Ops> {
+  const prepared: Record<string, Database.Statement> = {};
+  for (const [key, op] of Object.entries(ops)) {
+    const statement = db.prepare(op.text);
+    if (op.rowMode === 'array') statement.raw(true);
+    else if (op.rowMode === 'value') statement.pluck(true);
+    if (op.bigints) statement.safeIntegers(true);
+    prepared[key] = statement;
+  }
+  return prepared as never;
 }

@@ -7,6 +7,9 @@ import {
   type WebhookEventType,
 } from '../store.js';
 import { boundLimit } from './bound-limit.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
+import { operation } from '../operation.js';
+import { prepareAll } from './db-connect.sqlite.js';
 
 /** A claimed delivery as it crosses back from the writer thread (a Buffer arrives as a Uint8Array). */
 export interface ClaimRow {
@@ -25,25 +28,12 @@ export interface ClaimRow {
   attempts: number;
 }
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  secret: Buffer;
-  failures: number;
-}
-
-interface DueRow {
-  seq: bigint;
-  event_id: string;
-  type: WebhookEventType;
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  occurred_at: bigint;
-  attempts: bigint;
-  next_attempt_at: bigint;
-}
+type EndpointRow = Pick<SqliteRow<'webhook_endpoints'>, 'id' | 'owner' | 'url' | 'secret' | 'failures'>;
+/** A due delivery with its event, read in safeIntegers mode. */
+type DueRow = SafeIntegers<
+  Pick<SqliteRow<'webhook_deliveries'>, 'seq' | 'event_id' | 'attempts' | 'next_attempt_at'> &
+    Pick<SqliteRow<'plant_events'>, 'type' | 'plant_id' | 'name' | 'tag' | 'occurred_at'>
+>;
 
 // Subscribed: an active endpoint of the event's owner whose events list its type, registered before it.
 const SUBSCRIBED = `e.owner = ev.owner AND e.disabled_at IS NULL AND ev.id > e.from_event
@@ -58,6 +48,127 @@ const FAN_OUT_EVENTS = 1024;
 const FAN_OUT_STEPS = 16;
 const FAN_OUT_DELIVERIES = 4096;
 
+// The outbox's writes, run on the writer thread. Locks: every one runs in
+// the writer thread's group commit, which holds SQLite's write lock from
+// BEGIN IMMEDIATE to its COMMIT (group-commit.ts): a claim's fan-out, leases
+// and reads are one atomic step, and the claims of other processes on the
+// file wait for the lock (busy_timeout) instead of interleaving. So no
+// statement here needs a lock of its own; a settlement still changes a
+// delivery only while the claim that leased it holds it, as a lease may
+// have run out and been claimed again.
+const SQL = {
+  fannedOut: operation<[], bigint>('outbox_fanned_out', 'SELECT up_to FROM webhook_fan_out', {
+    rowMode: 'value',
+    bigints: true,
+  }),
+  /** The end of the next step: the id of the FAN_OUT_EVENTS-th event after the position, or the newest. */
+  stepEnd: operation<[after: bigint, events: number], bigint | null>(
+    'outbox_step_end',
+    `SELECT max(id) FROM (SELECT id FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')})`,
+    { rowMode: 'value', bigints: true },
+  ),
+  anyEndpoint: operation<[], number>(
+    'outbox_any_endpoint',
+    'SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)',
+    { rowMode: 'value' },
+  ),
+  newest: operation<[], bigint | null>('outbox_newest_event', 'SELECT max(id) FROM plant_events', {
+    rowMode: 'value',
+    bigints: true,
+  }),
+  /**
+   * Driven from the endpoints: each active one reads its owner's events of
+   * the step (a range of plant_events_owner_id), so events of owners without
+   * an endpoint cost nothing but the step's bounds.
+   */
+  fanOut: operation<[step: { from: bigint; to: bigint }], string>(
+    'outbox_fan_out',
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, event, next_attempt_at)
+     SELECT 'msg_' || lower(hex(randomblob(16))), e.id, ev.id, ev.occurred_at
+     FROM webhook_endpoints e CROSS JOIN plant_events ev
+     WHERE ev.owner = e.owner AND ev.id > @from AND ev.id <= @to AND ${SUBSCRIBED}
+     ORDER BY ev.id
+     RETURNING endpoint_id`,
+    { rowMode: 'value' },
+  ),
+  moveTo: operation<[upTo: bigint]>('outbox_move_to', 'UPDATE webhook_fan_out SET up_to = ?'),
+  countIn: operation<[n: number, endpointId: string]>(
+    'outbox_count_in',
+    'UPDATE webhook_endpoints SET pending = pending + ? WHERE id = ?',
+  ),
+  overfull: operation<[maxPending: number], string>(
+    'outbox_overfull',
+    'SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > ?',
+    { rowMode: 'value' },
+  ),
+  /** Matches the partial index webhook_endpoints_due. */
+  dueEndpoints: operation<[now: number, keyId: string], EndpointRow>(
+    'outbox_due_endpoints',
+    `SELECT id, owner, url, secret, failures FROM webhook_endpoints
+     WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ? AND key_id = ?
+     ORDER BY retry_at, id`,
+  ),
+  /** The event's content is read from the log, which keeps every event a delivery refers to. */
+  due: operation<[endpointId: string, now: number, limit: number], DueRow>(
+    'outbox_due',
+    `SELECT d.seq, d.event_id, ev.type, ev.plant_id, ev.name, ev.tag, ev.occurred_at, d.attempts, d.next_attempt_at
+     FROM webhook_deliveries d JOIN plant_events ev ON ev.id = d.event
+     WHERE d.endpoint_id = ? AND d.next_attempt_at <= ?
+     ORDER BY d.next_attempt_at, d.seq ${boundLimit('?')}`,
+    { bigints: true },
+  ),
+  nextDue: operation<[endpointId: string], number | null>(
+    'outbox_next_due',
+    'SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ? AND failed_at IS NULL',
+    { rowMode: 'value' },
+  ),
+  /** Leases the endpoint to a claim, or parks it (no claim) until its next delivery is due. */
+  leaseEndpoint: operation<[retryAt: number, claim: string | null, endpointId: string]>(
+    'outbox_lease_endpoint',
+    'UPDATE webhook_endpoints SET retry_at = ?, claim = ? WHERE id = ?',
+  ),
+  lease: operation<[nextAttemptAt: number, claim: string, seq: bigint]>(
+    'outbox_lease',
+    'UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, claim = ? WHERE seq = ?',
+  ),
+  delivered: operation<[seq: bigint, claim: string], { endpoint_id: string }>(
+    'outbox_delivered',
+    'DELETE FROM webhook_deliveries WHERE seq = ? AND claim = ? RETURNING endpoint_id',
+  ),
+  countOut: operation<[endpointId: string]>(
+    'outbox_count_out',
+    'UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = ?',
+  ),
+  retry: operation<[nextAttemptAt: number, error: string, seq: bigint, claim: string]>(
+    'outbox_retry',
+    'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
+  ),
+  /** Given up: kept, with its next attempt past every clock (no claim's range reaches it), for redeliver. */
+  giveUp: operation<
+    [failedAt: number, never: number, error: string, seq: bigint, claim: string],
+    { endpoint_id: string }
+  >(
+    'outbox_give_up',
+    `UPDATE webhook_deliveries SET failed_at = ?, next_attempt_at = ?, claim = NULL, last_error = ?
+     WHERE seq = ? AND claim = ? RETURNING endpoint_id`,
+  ),
+  release: operation<[now: number, seq: bigint, claim: string]>(
+    'outbox_release',
+    'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
+  ),
+  endClaim: operation<[retryAt: number, end: ClaimEnd['kind'], endpointId: string, claim: string]>(
+    'outbox_end_claim',
+    `UPDATE webhook_endpoints SET retry_at = ?,
+       failures = CASE ? WHEN 'done' THEN 0 WHEN 'failed' THEN failures + 1 ELSE failures END, claim = NULL
+     WHERE id = ? AND claim = ?`,
+  ),
+  disable: operation<[now: number, reason: string, endpointId: string]>(
+    'outbox_disable',
+    'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, pending = 0, claim = NULL WHERE id = ? AND disabled_at IS NULL',
+  ),
+  dropAll: operation<[endpointId: string]>('outbox_drop_all', 'DELETE FROM webhook_deliveries WHERE endpoint_id = ?'),
+};
+
 /**
  * Fan-out, claims, settlements and endpoint disabling, as plain statements,
  * by kind (write-kinds.ts); the caller owns the transaction. They run on the
@@ -65,86 +176,29 @@ const FAN_OUT_DELIVERIES = 4096;
  * group commit instead of blocking the event loop on an fsync of its own.
  */
 export function outboxWrites(db: Database.Database) {
-  const fannedOut = db.prepare<[], bigint>('SELECT up_to FROM webhook_fan_out').pluck().safeIntegers(true);
-  // The end of the next step: the id of the FAN_OUT_EVENTS-th event after the position, or the newest.
-  const stepEnd = db
-    .prepare<[bigint, number], bigint | null>(
-      `SELECT max(id) FROM (SELECT id FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')})`,
-    )
-    .pluck()
-    .safeIntegers(true);
-  const anyEndpoint = db
-    .prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
-    .pluck();
-  const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
-  // Driven from the endpoints: each active one reads its owner's events of the
-  // step (a range of plant_events_owner_id), so events of owners without an
-  // endpoint cost nothing but the step's bounds.
-  const fanOut = db
-    .prepare<{ from: bigint; to: bigint }, string>(
-      `INSERT INTO webhook_deliveries (event_id, endpoint_id, event, next_attempt_at)
-       SELECT 'msg_' || lower(hex(randomblob(16))), e.id, ev.id, ev.occurred_at
-       FROM webhook_endpoints e CROSS JOIN plant_events ev
-       WHERE ev.owner = e.owner AND ev.id > @from AND ev.id <= @to AND ${SUBSCRIBED}
-       ORDER BY ev.id
-       RETURNING endpoint_id`,
-    )
-    .pluck();
-  const moveTo = db.prepare<[bigint]>('UPDATE webhook_fan_out SET up_to = ?');
-  const countIn = db.prepare<[number, string]>('UPDATE webhook_endpoints SET pending = pending + ? WHERE id = ?');
-  const overfull = db
-    .prepare<[number], string>('SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > ?')
-    .pluck();
-  // Matches the partial index webhook_endpoints_due.
-  const dueEndpoints = db.prepare<[number, string], EndpointRow>(
-    `SELECT id, owner, url, secret, failures FROM webhook_endpoints
-     WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ? AND key_id = ?
-     ORDER BY retry_at, id`,
-  );
-  // The event's content is read from the log, which keeps every event a delivery refers to.
-  const due = db
-    .prepare<[string, number, number], DueRow>(
-      `SELECT d.seq, d.event_id, ev.type, ev.plant_id, ev.name, ev.tag, ev.occurred_at, d.attempts, d.next_attempt_at
-       FROM webhook_deliveries d JOIN plant_events ev ON ev.id = d.event
-       WHERE d.endpoint_id = ? AND d.next_attempt_at <= ?
-       ORDER BY d.next_attempt_at, d.seq ${boundLimit('?')}`,
-    )
-    .safeIntegers(true);
-  const nextDue = db
-    .prepare<[string], number | null>(
-      'SELECT min(next_attempt_at) FROM webhook_deliveries WHERE endpoint_id = ? AND failed_at IS NULL',
-    )
-    .pluck();
-  const leaseEndpoint = db.prepare<[number, string | null, string]>(
-    'UPDATE webhook_endpoints SET retry_at = ?, claim = ? WHERE id = ?',
-  );
-  const lease = db.prepare<[number, string, bigint]>(
-    'UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, claim = ? WHERE seq = ?',
-  );
-  const remove = db.prepare<[bigint, string]>(
-    'DELETE FROM webhook_deliveries WHERE seq = ? AND claim = ? RETURNING endpoint_id',
-  );
-  const countOut = db.prepare<[string]>('UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = ?');
-  const retry = db.prepare<[number, string, bigint, string]>(
-    'UPDATE webhook_deliveries SET next_attempt_at = ?, claim = NULL, last_error = ? WHERE seq = ? AND claim = ?',
-  );
-  // Given up: kept, with its next attempt past every clock (no claim's range reaches it), for redeliver.
-  const giveUp = db.prepare<[number, number, string, bigint, string]>(
-    `UPDATE webhook_deliveries SET failed_at = ?, next_attempt_at = ?, claim = NULL, last_error = ?
-     WHERE seq = ? AND claim = ? RETURNING endpoint_id`,
-  );
-  const release = db.prepare<[number, bigint, string]>(
-    'UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, claim = NULL WHERE seq = ? AND claim = ?',
-  );
-  const endClaim = db.prepare<[number, string, string, string]>(
-    `UPDATE webhook_endpoints SET retry_at = ?,
-       failures = CASE ? WHEN 'done' THEN 0 WHEN 'failed' THEN failures + 1 ELSE failures END, claim = NULL
-     WHERE id = ? AND claim = ?`,
-  );
-  const disable = db.prepare<[number, string, string]>(
-    'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, pending = 0, claim = NULL WHERE id = ? AND disabled_at IS NULL',
-  );
-  const dropAll = db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE endpoint_id = ?');
+  const {
+    fannedOut,
+    stepEnd,
+    anyEndpoint,
+    newest,
+    fanOut,
+    moveTo,
+    countIn,
+    overfull,
+    dueEndpoints,
+    due,
+    nextDue,
+    leaseEndpoint,
+    lease,
+    delivered,
+    countOut,
+    retry,
+    giveUp,
+    release,
+    endClaim,
+    disable,
+    dropAll,
+  } = prepareAll(db, SQL);
 
   const disableEndpoint = (endpointId: string, reason: string, now: number): boolean => {
     const disabled = disable.run(now, reason, endpointId).changes === 1;
@@ -230,11 +284,10 @@ export function outboxWrites(db: Database.Database) {
     switch (s.kind) {
       case 'delivered':
       case 'give-up': {
-        const gone = (
+        const gone =
           s.kind === 'delivered'
-            ? remove.get(op.seq, op.claim)
-            : giveUp.get(op.now, NEVER_DUE, s.error, op.seq, op.claim)
-        ) as { endpoint_id: string } | undefined;
+            ? delivered.get(op.seq, op.claim)
+            : giveUp.get(op.now, NEVER_DUE, s.error, op.seq, op.claim);
         if (gone) countOut.run(gone.endpoint_id);
         return gone !== undefined;
       }

@@ -2,13 +2,10 @@ import type Database from 'better-sqlite3';
 import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
 import type { WrittenOwner } from './change-epoch.js';
 import { boundLimit } from './bound-limit.js';
+import type { SqliteRow } from './tables.sqlite.js';
 
 /** A plant as a create carries it to the writer thread. */
-export interface PlantRow {
-  id: bigint;
-  name: string;
-  tag: string | null;
-}
+export type PlantRow = Pick<SqliteRow<'plants'>, 'id' | 'name' | 'tag'>;
 
 /** A create refused for the owner's cap: how many plants the owner has, and how many the write would add. */
 export interface OverCap {

@@ -6,8 +6,9 @@ import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate
 import { StoreUnavailableError, type Store } from '../store.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
-import { SqliteEventLog } from './events-store.sqlite.js';
+import { SqliteEventLog } from './event-log.sqlite.js';
 import { SqliteEventSignal } from './event-signal.sqlite.js';
+import { isDiskFull } from './errors.sqlite.js';
 import { fileIdentity, storeFileProblem, type FileIdentity } from './store-file.js';
 import { WriterThread } from './writer-thread.js';
 import { sqliteMigrations } from './migrations.sqlite.js';
@@ -108,7 +109,7 @@ export class SqliteStore implements Store {
     // while real writes still fail: after "disk full", wait for free space
     // first, or for a write of another process (another worker) to commit.
     // This connection's data_version changes with every commit of another.
-    if (problem.code === 'SQLITE_FULL' && !this.#committedSinceFailure()) {
+    if (isDiskFull(problem.code) && !this.#committedSinceFailure()) {
       const { bavail, bsize } = statfsSync(dirname(this.#path));
       if (bavail * bsize < LOW_SPACE_BYTES) throw new StoreUnavailableError(new Error(problem.message));
     }

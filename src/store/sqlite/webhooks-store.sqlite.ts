@@ -12,18 +12,15 @@ import {
   type WebhookStore,
 } from '../store.js';
 import type { WriterThread } from './writer-thread.js';
+import type { SqliteRow } from './tables.sqlite.js';
+import { operation } from '../operation.js';
+import { prepareAll, type Prepared } from './db-connect.sqlite.js';
 
-interface EndpointRow {
-  id: string;
-  owner: string;
-  url: string;
-  events: string;
-  key_id: string;
-  created_at: number;
-  disabled_at: number | null;
-  disabled_reason: string | null;
-  pending: number;
-}
+type Endpoint = SqliteRow<'webhook_endpoints'>;
+type EndpointRow = Pick<
+  Endpoint,
+  'id' | 'owner' | 'url' | 'events' | 'key_id' | 'created_at' | 'disabled_at' | 'disabled_reason' | 'pending'
+>;
 
 const toRecord = (row: EndpointRow): WebhookEndpointRecord & { pending: number } => ({
   id: row.id,
@@ -37,53 +34,96 @@ const toRecord = (row: EndpointRow): WebhookEndpointRecord & { pending: number }
   pending: row.pending,
 });
 
+type NewEndpoint = [
+  id: string,
+  owner: string,
+  url: string,
+  events: string,
+  secret: Buffer,
+  keyId: string,
+  createdAt: number,
+  owner: string,
+  max: number,
+];
+
+// The webhook endpoints' operations and the outbox's poll; claims and
+// settlements are writes of the writer thread (outbox-writes.sqlite.ts).
+// Locks: a write here is a statement (or, for redeliver, an IMMEDIATE
+// transaction) on the main thread's connection, holding SQLite's write lock
+// while it runs, waiting up to busy_timeout while another connection holds
+// it. Reads take none (a WAL snapshot).
+const SQL = {
+  /**
+   * The count and the insert are one statement, so under one write lock:
+   * two adds at once cannot both pass the cap. The endpoint gets the events
+   * logged after it (one writer: none can appear below the newest).
+   */
+  add: operation<NewEndpoint>(
+    'webhooks_insert',
+    `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
+     SELECT ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) FROM plant_events)
+     WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL) < ?`,
+  ),
+  all: operation<[], EndpointRow>(
+    'webhooks_all',
+    `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
+     FROM webhook_endpoints ORDER BY created_at, id`,
+  ),
+  /** The foreign key's ON DELETE CASCADE removes the endpoint's waiting events. */
+  remove: operation<[id: string]>('webhooks_remove', 'DELETE FROM webhook_endpoints WHERE id = ?'),
+  get: operation<[id: string], EndpointRow & Pick<Endpoint, 'secret'>>(
+    'webhooks_get',
+    `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
+     FROM webhook_endpoints WHERE id = ?`,
+  ),
+  // redeliver: three statements in one IMMEDIATE transaction, which takes
+  // the write lock first, so a claim cannot settle between them.
+  endpointActive: operation<[id: string], number>(
+    'webhooks_endpoint_active',
+    'SELECT disabled_at IS NULL FROM webhook_endpoints WHERE id = ?',
+    { rowMode: 'value' },
+  ),
+  /** Due at once, before the newer deliveries, in the order they were fanned out (claims go by next_attempt_at, seq). */
+  requeueFailed: operation<[id: string]>(
+    'webhooks_requeue_failed',
+    `UPDATE webhook_deliveries SET failed_at = NULL, attempts = 0, next_attempt_at = 0, claim = NULL
+     WHERE endpoint_id = ? AND failed_at IS NOT NULL`,
+  ),
+  /** A claim in progress keeps its lease; it ends it as usual, and the queued deliveries are due at the next. */
+  countRequeued: operation<[n: number, now: number, id: string]>(
+    'webhooks_count_requeued',
+    `UPDATE webhook_endpoints SET pending = pending + ?,
+       retry_at = CASE WHEN claim IS NULL THEN min(retry_at, ?) ELSE retry_at END, failures = 0
+     WHERE id = ?`,
+  ),
+  /**
+   * Events logged since the last fan-out are worth a claim when an endpoint
+   * could want them. Endpoints waiting out a backoff or held by a claim are
+   * not due, so their waiting events cost a poll nothing (the partial index
+   * webhook_endpoints_due). A read: only a due row is worth the write lock.
+   */
+  anyDue: operation<[now: number], number>(
+    'outbox_any_due',
+    `SELECT ((SELECT max(id) FROM plant_events) > (SELECT up_to FROM webhook_fan_out)
+         AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL))
+       OR EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ?)`,
+    { rowMode: 'value' },
+  ),
+};
+
 export class SqliteWebhookStore implements WebhookStore {
-  readonly #insert: Database.Statement<[string, string, string, string, Buffer, string, number, string, number]>;
-  readonly #all: Database.Statement<[], EndpointRow>;
-  readonly #remove: Database.Statement<[string]>;
-  readonly #get: Database.Statement<[string], EndpointRow & { secret: Buffer }>;
+  readonly #sql: Prepared<typeof SQL>;
   readonly #redeliver: Database.Transaction<(id: string) => number | undefined>;
 
   constructor(db: Database.Database) {
-    // The count and the insert are one statement: two adds at once cannot both pass the cap.
-    // The endpoint gets the events logged after it (one writer: none can appear below the newest).
-    this.#insert = db.prepare(
-      `INSERT INTO webhook_endpoints (id, owner, url, events, secret, key_id, created_at, from_event)
-       SELECT ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) FROM plant_events)
-       WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL) < ?`,
-    );
-    this.#all = db.prepare(
-      `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending
-       FROM webhook_endpoints ORDER BY created_at, id`,
-    );
-    // The foreign key's ON DELETE CASCADE removes the endpoint's waiting events.
-    this.#remove = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
-    this.#get = db.prepare(
-      `SELECT id, owner, url, events, key_id, created_at, disabled_at, disabled_reason, pending, secret
-       FROM webhook_endpoints WHERE id = ?`,
-    );
-    const active = db
-      .prepare<[string], number>('SELECT disabled_at IS NULL FROM webhook_endpoints WHERE id = ?')
-      .pluck();
-    // Due at once, before the newer deliveries, in the order they were fanned out (claims go by next_attempt_at, seq).
-    const requeue = db.prepare<[string]>(
-      `UPDATE webhook_deliveries SET failed_at = NULL, attempts = 0, next_attempt_at = 0, claim = NULL
-       WHERE endpoint_id = ? AND failed_at IS NOT NULL`,
-    );
-    // A claim in progress keeps its lease; it ends it as usual, and the queued deliveries are due at the next.
-    const countIn = db.prepare<[number, number, string]>(
-      `UPDATE webhook_endpoints SET pending = pending + ?,
-         retry_at = CASE WHEN claim IS NULL THEN min(retry_at, ?) ELSE retry_at END, failures = 0
-       WHERE id = ?`,
-    );
-    // One IMMEDIATE transaction: the write lock first, so a claim cannot settle between the two statements.
+    const sql = (this.#sql = prepareAll(db, SQL));
     this.#redeliver = db.transaction((id: string): number | undefined => {
-      const state = active.get(id);
+      const state = sql.endpointActive.get(id);
       if (state === undefined) return undefined;
       // A disabled endpoint's deliveries were all dropped when it was disabled.
       if (state !== 1) return 0;
-      const n = requeue.run(id).changes;
-      if (n > 0) countIn.run(n, Date.now(), id);
+      const n = sql.requeueFailed.run(id).changes;
+      if (n > 0) sql.countRequeued.run(n, Date.now(), id);
       return n;
     });
   }
@@ -93,7 +133,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async get(id: string): Promise<{ endpoint: WebhookEndpointRecord; sealedSecret: Buffer } | undefined> {
-    const row = this.#get.get(id);
+    const row = this.#sql.get.get(id);
     if (row === undefined) return undefined;
     const { pending: _pending, ...endpoint } = toRecord(row);
     return { endpoint, sealedSecret: row.secret };
@@ -101,7 +141,7 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async add(e: WebhookEndpointRecord, sealedSecret: Buffer, limits?: { maxPerOwner: number }): Promise<void> {
     const maxPerOwner = limits?.maxPerOwner ?? Number.MAX_SAFE_INTEGER;
-    const { changes } = this.#insert.run(
+    const { changes } = this.#sql.add.run(
       e.id,
       e.owner,
       e.url,
@@ -116,11 +156,11 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async list(): Promise<(WebhookEndpointRecord & { pending: number })[]> {
-    return this.#all.all().map(toRecord);
+    return this.#sql.all.all().map(toRecord);
   }
 
   async remove(id: string): Promise<boolean> {
-    return this.#remove.run(id).changes === 1;
+    return this.#sql.remove.run(id).changes === 1;
   }
 }
 
@@ -132,17 +172,7 @@ export class SqliteOutboxStore implements OutboxStore {
     db: Database.Database,
     private readonly writer: WriterThread,
   ) {
-    // Events logged since the last fan-out are worth a claim when an endpoint
-    // could want them. Endpoints waiting out a backoff or held by a claim are
-    // not due, so their waiting events cost a poll nothing (the partial index
-    // webhook_endpoints_due).
-    this.#anyDue = db
-      .prepare<[number], number>(
-        `SELECT ((SELECT max(id) FROM plant_events) > (SELECT up_to FROM webhook_fan_out)
-             AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL))
-           OR EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND pending > 0 AND retry_at <= ?)`,
-      )
-      .pluck();
+    this.#anyDue = prepareAll(db, { anyDue: SQL.anyDue }).anyDue;
   }
 
   async claim(options: ClaimOptions): Promise<ClaimedDelivery[]> {

@@ -5,7 +5,7 @@ import { tracing } from '../../tracing/tracing.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
 import { writtenOwner } from './plant-writes.sqlite.js';
-import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import { STORE_FILE_GONE, cannotWrite } from './errors.sqlite.js';
 import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './write-kinds.js';
 import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 

@@ -18,7 +18,7 @@ import type { CheckpointerRequest } from './checkpointer.worker.js';
 import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
-import { STORE_FILE_GONE, cannotWrite } from './write-health.js';
+import { STORE_FILE_GONE, cannotWrite } from './errors.sqlite.js';
 import { writer, type WriteFailure, type WriteOp, type WriteResult } from './write-kinds.js';
 
 export type Outcome = Settled<WriteResult, WriteFailure>;
