@@ -246,14 +246,17 @@ describe('SQLite store faults', () => {
           // (the log is written from its start again once checkpointed): it is not ready once its writes fail too.
           let more = 50_000;
           // It reuses log space checkpointed by its own thread until a checkpoint cannot grow the file: seconds more.
-          await eventually(
-            async () => (await answer(more++)).status === 503 && (await readyz(server!)) === 503,
-            15_000,
-            {
-              stepMs: 20,
-              what: '/readyz to answer 503 on a full disk',
-            },
-          );
+          // The workers take connections in turn, so each step writes twice and asks twice: both workers get writes
+          // (one write and one ask a step would leave one worker only ever asked, and ready), and both must say 503.
+          const failsAndNotReady = async () => {
+            const writes = [await answer(more++), await answer(more++)];
+            const asks = [await readyz(server!), await readyz(server!)];
+            return writes.every((r) => r.status === 503) && asks.every((status) => status === 503);
+          };
+          await eventually(failsAndNotReady, 15_000, {
+            stepMs: 20,
+            what: '/readyz to answer 503 on a full disk',
+          });
         } else assert.equal(await readyz(server), 503);
 
         // Room for some writes again, but less than the 1 MiB a store wants before it probes by itself.
