@@ -19,6 +19,7 @@ import { postgresMigrations } from '../../src/store/postgres/migrations.postgres
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.sqlite.js';
 import type { Store } from '../../src/store/store.js';
 import { eventually } from '../helpers/eventually.js';
+import { fanOutWithoutDelivering } from '../helpers/outbox.js';
 import { query } from '../helpers/pg.js';
 import { after, afterEach, it } from '../helpers/requirements.js';
 import { describeEachStore, type StoreFixture } from '../helpers/stores.js';
@@ -62,19 +63,6 @@ async function register(store: Store, owner: string, url: string): Promise<{ id:
   );
   return { id, secret: secret.text };
 }
-
-/** Fans the new events out without delivering any (no endpoint has this key). */
-const fanOut = (store: Store) =>
-  store.outbox.claim({
-    keyId: 'no-such-key',
-    limit: 32,
-    perEndpoint: 4,
-    leaseMs: 60_000,
-    exclude: [],
-    perOwner: 8,
-    busyOwners: new Map(),
-    maxPending: 10_000,
-  });
 
 async function pendingOf(store: Store, id: string): Promise<number> {
   return (await store.webhooks.list()).find((e) => e.id === id)!.pending;
@@ -158,7 +146,7 @@ describeEachStore('webhooks: one event log', (fx) => {
       await store.plants.create('held', { id: BigInt(i), name: `held ${i}` });
       await store.plants.create('free', { id: BigInt(i), name: `free ${i}` });
     }
-    await eventually(async () => (await fanOut(store), (await pendingOf(store, id)) === 5), 10_000, {
+    await eventually(async () => (await fanOutWithoutDelivering(store), (await pendingOf(store, id)) === 5), 10_000, {
       what: 'the 5 events fanned out',
     });
     // Every event is past the age limit, and each owner's cap is 1.

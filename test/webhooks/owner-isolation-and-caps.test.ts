@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { after, afterEach, before, it } from '../helpers/requirements.js';
 import { runCliInProcess as runCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
+import { fanOutWithoutDelivering } from '../helpers/outbox.js';
 import { describeEachStore } from '../helpers/stores.js';
 import { TENFOLD_RETRIES, type RetryTiming } from '../helpers/retry-timing.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -130,16 +131,7 @@ describeEachStore('webhooks: isolation and caps', (fx) => {
     let after: number[] = [];
     await eventually(
       async () => {
-        const claimed = await store.outbox.claim({
-          keyId: 'no-such-key',
-          limit: 32,
-          perEndpoint: 4,
-          leaseMs: 60_000,
-          exclude: [],
-          perOwner: 8,
-          busyOwners: new Map(),
-          maxPending: 10_000,
-        });
+        const claimed = await fanOutWithoutDelivering(store);
         assert.equal(claimed.length, 0);
         after = (await store.webhooks.list()).map((e) => e.pending);
         return after.every((n) => n === 1);
