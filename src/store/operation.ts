@@ -14,6 +14,8 @@ export interface Operation<Params extends readonly unknown[], Row> {
   readonly rowMode?: 'array' | 'value' | undefined;
   /** SQLite: every INTEGER read as a bigint, for int64 (PostgreSQL's pools read every int8 so). */
   readonly bigints?: true | undefined;
+  /** PostgreSQL: every column read as the text PostgreSQL sent, unparsed (for values passed on as they are). */
+  readonly asText?: true | undefined;
   /** Never set: carries the types to the call. */
   readonly types?: { params: Params; row: Row };
 }
@@ -22,7 +24,7 @@ export interface Operation<Params extends readonly unknown[], Row> {
 export function operation<Params extends readonly unknown[], Row = void>(
   name: string,
   text: string,
-  reading: Pick<Operation<Params, Row>, 'rowMode' | 'bigints'> = {},
+  reading: Pick<Operation<Params, Row>, 'rowMode' | 'bigints' | 'asText'> = {},
 ): Operation<Params, Row> {
   return { name, text, ...reading };
 }

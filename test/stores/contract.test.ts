@@ -15,8 +15,8 @@ import { describeEachStore, describeOnStore, type StoreFixture } from '../helper
 import { listPlants } from '../helpers/list-plants.js';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { PAGE_BY_TAG } from '../../src/store/sqlite/plants-store.sqlite.js';
-import { READ_BATCH_BY_TAG } from '../../src/store/postgres/page-reader.postgres.js';
+import { SQL as SQLITE_PLANTS } from '../../src/store/sqlite/plants-store.sqlite.js';
+import { SQL as POSTGRES_PAGES } from '../../src/store/postgres/page-reader.postgres.js';
 
 async function listAll(
   plants: PlantStore,
@@ -373,7 +373,7 @@ describeEachStore('the tag list uses its index', (fx) => {
       try {
         const plan = db
           .prepare<[{ owner: string; tag: string; after: bigint; limit: number }], { detail: string }>(
-            `EXPLAIN QUERY PLAN ${PAGE_BY_TAG}`,
+            `EXPLAIN QUERY PLAN ${SQLITE_PLANTS.pageByTag.text}`,
           )
           .all({ owner: 'indexed1', tag: 'tag3', after: 10n, limit: 100 })
           .map((row) => row.detail);
@@ -393,7 +393,7 @@ describeEachStore('the tag list uses its index', (fx) => {
     try {
       await client.query('ANALYZE plants');
       const { rows } = await client.query<{ 'QUERY PLAN': string }>({
-        text: `EXPLAIN (FORMAT TEXT) ${READ_BATCH_BY_TAG.text}`,
+        text: `EXPLAIN (FORMAT TEXT) ${POSTGRES_PAGES.readBatchByTag.text}`,
         values: [['indexed1'], [null], [null], [101], ['tag3']],
       });
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');

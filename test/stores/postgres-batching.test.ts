@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { before, it } from '../helpers/requirements.js';
 import pg from 'pg';
 import { query } from '../helpers/pg.js';
-import { CREATE_BATCH } from '../../src/store/postgres/insert-batcher.postgres.js';
+import { SQL as BATCHED_CREATES } from '../../src/store/postgres/insert-batcher.postgres.js';
 import type { Store } from '../../src/store/store.js';
 import { describeEachStore } from '../helpers/stores.js';
 import { listPlants } from '../helpers/list-plants.js';
@@ -56,7 +56,9 @@ describeEachStore(
         await client.query('CREATE TABLE plan_check.plants (LIKE public.plants INCLUDING ALL)');
         await client.query('SET LOCAL search_path = plan_check, public');
         await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE create_batch (text[], int8[], text[], text[]) AS ${CREATE_BATCH.text}`);
+        await client.query(
+          `PREPARE create_batch (text[], int8[], text[], text[]) AS ${BATCHED_CREATES.createBatch.text}`,
+        );
         await client.query(`EXECUTE create_batch (${batch})`);
         await client.query(
           "INSERT INTO plan_check.plants (owner, id, name) SELECT 'o', g, 'p' FROM generate_series(3, 100000) g",

@@ -1,43 +1,47 @@
 import type pg from 'pg';
 import { TooManyPlantsError, type BatchOutcome, type NewPlantRecord } from '../store.js';
-import { inTransaction, writeWithClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import type { ColumnTuple } from '../rows.js';
+import { inTransaction, run, writeWithClient } from './db-connect.postgres.js';
 import { lockOwner, logEvent } from './event-log.postgres.js';
 import { raceError } from './insert-batcher.postgres.js';
 import type { PostgresRow } from './tables.postgres.js';
 
-// A batch is one transaction of a few statements. The owner's lock comes
-// first, in a statement of its own: every plant write of the owner takes it,
-// so each later statement, with a snapshot taken after the lock was granted,
-// sees every plant of the owner there will be until the commit. Whether the
-// batch conflicts, and the owner's count, are then exact, and the insert
-// cannot collide.
-const LOCK = { name: 'plants_batch_lock', text: lockOwner('$1::text') } as const;
+type Plant = PostgresRow<'plants'>;
 
-// The stored rows for the batch's ids, each read through the (owner, id) key
-// (a LATERAL with a LIMIT, as in insert-batcher.postgres.ts: never a hash
-// join planned while the table was small).
-const STORED = {
-  name: 'plants_batch_stored',
-  text: `SELECT i.n::int4, p.name, p.tag FROM unnest($2::int8[]) WITH ORDINALITY AS i(id, n)
+// A batch is one transaction of a few statements. Locks: the owner's
+// advisory lock comes first, in a statement of its own (lock): every plant
+// write of the owner takes it, so each later statement, with a snapshot
+// taken after the lock was granted, sees every plant of the owner there will
+// be until the commit. Whether the batch conflicts, and the owner's count,
+// are then exact, and the insert cannot collide; the insert takes its rows'
+// locks as well. The lock is held to the commit (transaction-scoped).
+const SQL = {
+  lock: operation<[owner: string], { locks: bigint }>('plants_batch_lock', lockOwner('$1::text')),
+  // The plants the owner has already among the batch's ids: the place in
+  // the batch (from 1) and the stored content of each, read through the
+  // (owner, id) key (a LATERAL with a LIMIT, as in insert-batcher.postgres.ts:
+  // never a hash join planned while the table was small).
+  stored: operation<[owner: string, ids: string[]], [n: number, ...ColumnTuple<Plant, ['name', 'tag']>]>(
+    'plants_batch_stored',
+    `SELECT i.n::int4, p.name, p.tag FROM unnest($2::int8[]) WITH ORDINALITY AS i(id, n)
     CROSS JOIN LATERAL (SELECT name, tag FROM plants WHERE owner = $1::text AND id = i.id LIMIT 1) p`,
-  rowMode: 'array',
-} as const;
-
-// Counted only up to the cap, so a check costs at most the cap's rows of the
-// index; exactly only for the message of a refusal.
-const COUNT_UP_TO = {
-  name: 'plants_owner_count_up_to',
-  text: 'SELECT count(*)::int4 AS n FROM (SELECT FROM plants WHERE owner = $1::text LIMIT $2::int4) AS upto',
-} as const;
-const COUNT = {
-  name: 'plants_owner_count',
-  text: 'SELECT count(*)::int8::text AS n FROM plants WHERE owner = $1::text',
-} as const;
-
-// The new plants, in the batch's order (created_at and the events' ids follow it), with their events.
-const INSERT = {
-  name: 'plants_batch_insert',
-  text: `WITH input AS (
+    { rowMode: 'array' },
+  ),
+  // Counted only up to the cap, so a check costs at most the cap's rows of the
+  // index; exactly only for the message of a refusal.
+  countUpTo: operation<[owner: string, upTo: number], { n: number }>(
+    'plants_owner_count_up_to',
+    'SELECT count(*)::int4 AS n FROM (SELECT FROM plants WHERE owner = $1::text LIMIT $2::int4) AS upto',
+  ),
+  count: operation<[owner: string], { n: string }>(
+    'plants_owner_count',
+    'SELECT count(*)::int8::text AS n FROM plants WHERE owner = $1::text',
+  ),
+  // The new plants, in the batch's order (created_at and the events' ids follow it), with their events.
+  insert: operation<[owner: string, ids: string[], names: string[], tags: (string | null)[]], { n: number }>(
+    'plants_batch_insert',
+    `WITH input AS (
       SELECT * FROM unnest($2::int8[], $3::text[], $4::text[]) WITH ORDINALITY AS i(id, name, tag, n)
     ), inserted AS (
       INSERT INTO plants (owner, id, name, tag) SELECT $1::text, id, name, tag FROM input ORDER BY n
@@ -46,10 +50,8 @@ const INSERT = {
     ), logged AS (${logEvent('plant.created', 'inserted JOIN input i USING (id)', '$1::text', 'i.id', 'i.name', 'i.tag', 'ORDER BY i.n')}
     )
     SELECT count(*)::int4 AS n FROM inserted`,
-} as const;
-
-/** The place in the batch (from 1) of a plant the owner has already, and its content. */
-type StoredRow = [n: number, name: PostgresRow<'plants'>['name'], tag: PostgresRow<'plants'>['tag']];
+  ),
+};
 
 /** Thrown inside the transaction to roll it back with an answer; caught before it reaches the pool (which would drop the connection). */
 class Refused {
@@ -68,9 +70,9 @@ export async function createBatch(
 ): Promise<BatchOutcome> {
   const result = await writeWithClient(pool, (client) =>
     inTransaction(client, async (): Promise<BatchOutcome> => {
-      await client.query({ ...LOCK, values: [owner] });
+      await run(client, SQL.lock, [owner]);
       const ids = plants.map((p) => p.id.toString());
-      const { rows } = await client.query<StoredRow>({ ...STORED, values: [owner, ids] });
+      const { rows } = await run(client, SQL.stored, [owner, ids]);
       const outcomes: ('created' | 'replayed')[] = new Array(plants.length).fill('created');
       let conflict = plants.length;
       for (const [n, name, tag] of rows) {
@@ -82,19 +84,18 @@ export async function createBatch(
       const added = plants.filter((_, i) => outcomes[i] === 'created');
       if (added.length === 0) return { kind: 'stored', outcomes };
       if (maxPlants !== undefined) {
-        const { rows: upTo } = await client.query<{ n: number }>({ ...COUNT_UP_TO, values: [owner, maxPlants] });
+        const { rows: upTo } = await run(client, SQL.countUpTo, [owner, maxPlants]);
         if (upTo[0]!.n + added.length > maxPlants) {
-          const { rows: counted } = await client.query<{ n: string }>({ ...COUNT, values: [owner] });
+          const { rows: counted } = await run(client, SQL.count, [owner]);
           throw new Refused(new TooManyPlantsError(Number(counted[0]!.n), maxPlants, added.length));
         }
       }
-      const values = [
+      const { rows: inserted } = await run(client, SQL.insert, [
         owner,
         added.map((p) => p.id.toString()),
         added.map((p) => p.name),
         added.map((p) => p.tag ?? null),
-      ];
-      const { rows: inserted } = await client.query<{ n: number }>({ ...INSERT, values });
+      ]);
       // Only a writer that skips the owner's lock (an import) can have stored one of these ids meanwhile.
       if (inserted[0]!.n !== added.length) throw raceError();
       return { kind: 'stored', outcomes };

@@ -215,12 +215,26 @@ export function createListenClient(config: PostgresConfig): pg.Client {
   });
 }
 
-/** Runs `op` on `client` as its named prepared statement, with `values`; typed by the operation. */
+const asIs = (value: string): string => value;
+/** The parsers of an operation read `asText`: none. */
+const TEXT_COLUMNS = { getTypeParser: () => asIs } as unknown as pg.CustomTypesConfig;
+
+/**
+ * Runs `op` on `client` as its named prepared statement, with `values`;
+ * typed by the operation. The request paths run through here: one object
+ * per call, of one shape, as pg takes it.
+ */
 export function run<Params extends unknown[], Row>(
   client: pg.ClientBase,
   op: Operation<Params, Row>,
   values: Params,
 ): Promise<pg.QueryResult<Row extends object ? Row : never>> {
-  const config = { name: op.name, text: op.text, values, ...(op.rowMode === 'array' && { rowMode: 'array' }) };
+  const config = {
+    name: op.name,
+    text: op.text,
+    values,
+    rowMode: op.rowMode,
+    types: op.asText ? TEXT_COLUMNS : undefined,
+  };
   return client.query(config as pg.QueryConfig) as never;
 }

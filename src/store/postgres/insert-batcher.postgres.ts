@@ -2,8 +2,10 @@ import type pg from 'pg';
 import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
-import { writeWithClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { run, writeWithClient } from './db-connect.postgres.js';
 import { lockOwners, logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';
+import type { PostgresRow } from './tables.postgres.js';
 
 /** One create as a batch carries it; `attempts` counts the statements that could not settle it. */
 interface PendingCreate {
@@ -14,8 +16,7 @@ interface PendingCreate {
   reject(error: unknown): void;
 }
 
-/** [ordinality in the batch, inserted now, the stored name and tag when it was there already]. */
-type BatchRow = [n: number, created: boolean, name: string | null, tag: string | null];
+type Plant = PostgresRow<'plants'>;
 
 // Group commit: the creates that arrive together are inserted by one
 // statement, so they share one round trip, one transaction and one WAL flush.
@@ -28,9 +29,21 @@ type BatchRow = [n: number, created: boolean, name: string | null, tag: string |
 // into a join. As a join, the plan prepared while the table was small (a new
 // deployment, before PostgreSQL has analyzed it) hashes the batch and scans
 // the whole table per batch, and keeps doing so as the table grows.
-export const CREATE_BATCH = {
-  name: 'plants_create_batch',
-  text: `WITH input AS (
+//
+// Locks: the owner's advisory lock of every owner in the batch, taken in one
+// fixed order (lockOwners, event-log.postgres.ts) before the first insert,
+// so two batches sharing owners take turns instead of deadlocking and the
+// events' ids follow the owners' commits; then each inserted row's lock. ON
+// CONFLICT makes a create of an (owner, id) already there no error but a row
+// to read back.
+export const SQL = {
+  /** Per create: its ordinality in the batch and whether it was inserted now (computed), else the stored name and tag. */
+  createBatch: operation<
+    [owners: string[], ids: string[], names: string[], tags: (string | null)[]],
+    [n: number, created: boolean, name: Plant['name'] | null, tag: Plant['tag']]
+  >(
+    'plants_create_batch',
+    `WITH input AS (
       SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) WITH ORDINALITY AS i(owner, id, name, tag, n)
     ), locked AS MATERIALIZED (${lockOwners('owner', 'input')}
     ), inserted AS (
@@ -44,8 +57,9 @@ export const CREATE_BATCH = {
     UNION ALL
     SELECT i.n::int4, false, p.name, p.tag FROM input i
       CROSS JOIN LATERAL (SELECT name, tag FROM plants WHERE owner = i.owner AND id = i.id LIMIT 1) p`,
-  rowMode: 'array',
-} as const;
+    { rowMode: 'array' },
+  ),
+};
 
 // Each further attempt of a create needs another writer to have inserted and
 // then deleted the same (owner, id) in between; two in a row are already
@@ -159,7 +173,7 @@ export class InsertBatcher {
       tags[i] = plant.tag ?? null;
     }
     const { rows } = await writeWithClient(this.pool, (client) =>
-      client.query<BatchRow>({ ...CREATE_BATCH, values: [owners, ids, names, tags] }),
+      run(client, SQL.createBatch, [owners, ids, names, tags]),
     );
     const outcomes: (CreateOutcome | undefined)[] = new Array(items.length);
     for (const [n, created, name, tag] of rows) {

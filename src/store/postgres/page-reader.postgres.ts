@@ -3,7 +3,8 @@ import type { CursorCodec, Position } from '../cursor.js';
 import { entityTag } from '../entity-tag.js';
 import type { JsonPage } from '../store.js';
 import { Batcher } from './batcher.postgres.js';
-import { withClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { run, withClient } from './db-connect.postgres.js';
 
 interface PendingPage {
   owner: string;
@@ -16,11 +17,11 @@ interface PendingPage {
 }
 
 /**
- * One row per page: its ordinality in the batch, its plants as the JSON body
- * of the response, and the position of its limit-th plant (the last one
- * returned) when it has one more than asked for; every column as PostgreSQL's text.
+ * A page, computed in SQL: its ordinality in the batch, its JSON body, and
+ * the position of its limit-th plant when one more follows; all read as
+ * text (`asText`), as Node only passes them on.
  */
-type BatchRow = [n: string, body: string, at: string | null, id: string | null];
+type PageRow = [n: string, body: string, at: string | null, id: string | null];
 
 // The pages that are asked for together are read by one statement: one round
 // trip and one snapshot for all of them, each page an index range scan of
@@ -33,10 +34,15 @@ type BatchRow = [n: string, body: string, at: string | null, id: string | null];
 // read, to tell whether another page follows; it is left out of the body.
 // created_at of the position comes back as an exact integer of
 // microseconds, which does not depend on the session's DateStyle or TimeZone.
-function readBatch(byTag: boolean) {
-  return {
-    name: byTag ? 'plants_read_batch_by_tag_json' : 'plants_read_batch_json',
-    text: `SELECT r.n, '[' || coalesce(p.body, '') || ']',
+//
+// Locks: none, a read of one snapshot.
+function readBatch(name: string, byTag: boolean) {
+  return operation<
+    [owners: string[], ats: (string | null)[], ids: (string | null)[], limits: number[], tags: (string | null)[]],
+    PageRow
+  >(
+    name,
+    `SELECT r.n, '[' || coalesce(p.body, '') || ']',
       CASE WHEN p.count = r.lim THEN p.at END,
       CASE WHEN p.count = r.lim THEN p.id END
     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::text[]) WITH ORDINALITY AS r(owner, at, id, lim, tag, n)
@@ -59,14 +65,16 @@ function readBatch(byTag: boolean) {
         LIMIT r.lim
       ) q
     ) p`,
-    rowMode: 'array',
-    types: { getTypeParser: () => (value: string) => value },
-  } as const;
+    { rowMode: 'array', asText: true },
+  );
 }
-/** Pages of whole lists: ranges of the (owner, created_at, id) index. */
-const READ_BATCH = readBatch(false);
-/** Pages of the plants with one tag: ranges of the (owner, tag, created_at, id) index. */
-export const READ_BATCH_BY_TAG = readBatch(true);
+
+export const SQL = {
+  /** Pages of whole lists: ranges of the (owner, created_at, id) index. */
+  readBatch: readBatch('plants_read_batch_json', false),
+  /** Pages of the plants with one tag: ranges of the (owner, tag, created_at, id) index. */
+  readBatchByTag: readBatch('plants_read_batch_by_tag_json', true),
+};
 
 const MAX_BATCH = 64;
 /**
@@ -83,7 +91,7 @@ const MAX_BATCH_ROWS = 1100;
 export class PageReader {
   readonly #batcher: Batcher<PendingPage>;
 
-  readonly #statement: ReturnType<typeof readBatch>;
+  readonly #statement: typeof SQL.readBatch;
 
   /**
    * `cursors`: the codec that seals the position of a page's last plant into
@@ -94,7 +102,7 @@ export class PageReader {
     private readonly cursors: () => Promise<CursorCodec>,
     byTag = false,
   ) {
-    this.#statement = byTag ? READ_BATCH_BY_TAG : READ_BATCH;
+    this.#statement = byTag ? SQL.readBatchByTag : SQL.readBatch;
     this.#batcher = new Batcher((batch) => this.#run(batch), {
       maxItems: MAX_BATCH,
       maxInFlight: Math.min(READ_BATCHES_IN_FLIGHT, pool.options.max),
@@ -144,7 +152,7 @@ export class PageReader {
     }
     try {
       const { rows } = await withClient(this.pool, (client) =>
-        client.query<BatchRow>({ ...this.#statement, values: [owners, ats, ids, limits, tags] }),
+        run(client, this.#statement, [owners, ats, ids, limits, tags]),
       );
       // Pages without a next cursor are answered first: the others wait for
       // the cursor key, and only they fail if it cannot be read.
