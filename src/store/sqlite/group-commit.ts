@@ -1,6 +1,20 @@
 import type Database from 'better-sqlite3';
+import { operation } from '../operation.js';
+import { prepareAll, type Prepared } from './db-connect.sqlite.js';
 
 export type Settled<T, E = unknown> = { ok: true; value: T } | { ok: false; error: E };
+
+// The transaction of a batch. Locks: BEGIN IMMEDIATE takes SQLite's write
+// lock at once (waiting up to busy_timeout while another connection holds
+// it), not at the first write: a transaction that read first and then had to
+// wait for the lock would fail with SQLITE_BUSY instead of waiting. It is
+// held to COMMIT or ROLLBACK: no other connection writes between a write's
+// check and the write it guards.
+const SQL = {
+  begin: operation<[]>('writer_begin', 'BEGIN IMMEDIATE'),
+  commit: operation<[]>('writer_commit', 'COMMIT'),
+  rollback: operation<[]>('writer_rollback', 'ROLLBACK'),
+};
 
 /**
  * Group commit on one connection: a batch of writes shares one transaction,
@@ -9,14 +23,10 @@ export type Settled<T, E = unknown> = { ok: true; value: T } | { ok: false; erro
  * caller, see writer-thread.ts.)
  */
 export class GroupCommit {
-  readonly #begin: Database.Statement;
-  readonly #commit: Database.Statement;
-  readonly #rollback: Database.Statement;
+  readonly #sql: Prepared<typeof SQL>;
 
   constructor(private readonly db: Database.Database) {
-    this.#begin = db.prepare('BEGIN IMMEDIATE');
-    this.#commit = db.prepare('COMMIT');
-    this.#rollback = db.prepare('ROLLBACK');
+    this.#sql = prepareAll(db, SQL);
   }
 
   /** Runs these writes in one transaction; the outcome of each, in order, once COMMIT has returned. */
@@ -32,7 +42,7 @@ export class GroupCommit {
   #commitBatch<T>(batch: { run: () => T; i: number }[], outcomes: Settled<T>[]): void {
     if (batch.length === 0) return;
     try {
-      this.#begin.run();
+      this.#sql.begin.run();
     } catch (error) {
       for (const w of batch) outcomes[w.i] = { ok: false, error };
       return;
@@ -55,9 +65,9 @@ export class GroupCommit {
       }
     }
     try {
-      this.#commit.run();
+      this.#sql.commit.run();
     } catch (error) {
-      if (this.db.inTransaction) this.#rollback.run();
+      if (this.db.inTransaction) this.#sql.rollback.run();
       for (const w of batch) outcomes[w.i] = { ok: false, error };
       return;
     }

@@ -1,11 +1,16 @@
 import type Database from 'better-sqlite3';
-import { EVENT_PRUNE_CHUNK, type CreateOutcome } from '../store.js';
+import type { CreateOutcome } from '../store.js';
+import { operation } from '../operation.js';
 import type { WrittenOwner } from './change-epoch.js';
+import { prepareAll } from './db-connect.sqlite.js';
 import { boundLimit } from './bound-limit.js';
-import type { SqliteRow } from './tables.sqlite.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 
 /** A plant as a create carries it to the writer thread. */
 export type PlantRow = Pick<SqliteRow<'plants'>, 'id' | 'name' | 'tag'>;
+/** A plant as it is stored: what a replay must match. */
+export type StoredPlant = Pick<SqliteRow<'plants'>, 'name' | 'tag'>;
+type Seq = SafeIntegers<SqliteRow<'plants'>>['seq'];
 
 /** A create refused for the owner's cap: how many plants the owner has, and how many the write would add. */
 export interface OverCap {
@@ -16,18 +21,56 @@ export interface OverCap {
 export type BatchResult =
   { kind: 'stored'; outcomes: ('created' | 'replayed')[] } | { kind: 'conflict'; index: number } | OverCap;
 
-interface StoredPlant {
-  name: string;
-  tag: string | null;
-}
-
-/** Inserts a plant unless the owner has its id already (then changes = 0). */
-export const INSERT_PLANT =
-  'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING';
+// The plant operations of the writer thread's connection (and the two that
+// plants-store.sqlite.ts also prepares on the main thread's). Locks: each
+// runs inside the group commit's transaction, which took SQLite's write lock
+// at BEGIN IMMEDIATE (group-commit.ts): there is one writer, so a read here
+// sees every plant there is until the commit, and a check and the write it
+// guards cannot race. PostgreSQL, with writers side by side, needs the
+// owner's advisory lock for the same (plants-store.postgres.ts).
+export const SQL = {
+  /** Inserts a plant unless the owner has its id already (then changes = 0): the (owner, id) unique index. */
+  insert: operation<[owner: string, id: bigint, name: string, tag: string | null]>(
+    'plants_insert',
+    'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
+  ),
+  /** One plant by its id: the (owner, id) unique index. */
+  get: operation<[owner: string, id: bigint], StoredPlant>(
+    'plants_get',
+    'SELECT name, tag FROM plants WHERE owner = ? AND id = ?',
+  ),
+  /** Counted only up to the cap (plus one), so a check costs at most the cap's rows of the index. */
+  countUpTo: operation<[owner: string, upTo: number], number>(
+    'plants_owner_count_up_to',
+    `SELECT count(*) FROM (SELECT 1 FROM plants WHERE owner = ? ${boundLimit('?')})`,
+    { rowMode: 'value' },
+  ),
+  /** Exactly, only for the message of a refusal. */
+  count: operation<[owner: string], number>('plants_owner_count', 'SELECT count(*) FROM plants WHERE owner = ?', {
+    rowMode: 'value',
+  }),
+  /** A batch's own savepoint, so that a batch that stores nothing leaves the other writes of the transaction theirs. */
+  savepoint: operation<[]>('plants_batch_savepoint', 'SAVEPOINT plant_batch'),
+  release: operation<[]>('plants_batch_release', 'RELEASE plant_batch'),
+  rollback: operation<[]>('plants_batch_rollback', 'ROLLBACK TO plant_batch'),
+  /** The seq of the plant deleted: the list pages it was on (change-epoch.ts). */
+  delete: operation<[owner: string, id: bigint], Seq>(
+    'plants_delete',
+    'DELETE FROM plants WHERE owner = ? AND id = ? RETURNING seq',
+    { rowMode: 'value', bigints: true },
+  ),
+  /** The event of a write that changed a plant; ids come from the one writer, in commit order. */
+  logEvent: operation<
+    [owner: string, type: string, plantId: bigint, name: string | null, tag: string | null, occurredAt: number]
+  >(
+    'plant_events_log',
+    'INSERT INTO plant_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
+  ),
+};
 
 /**
- * The plant writes as plain statements on one connection, by kind
- * (write-kinds.ts); the caller owns the transaction. A write that changed a
+ * The plant writes on one connection, by kind (write-kinds.ts), over SQL's
+ * operations; the caller owns the transaction. A write that changed a
  * plant also logs its event (one row in plant_events, which live streams
  * read and webhook deliveries fan out from), in the same transaction. A
  * batch runs in a savepoint of its own, so that when it stores nothing (a
@@ -35,23 +78,17 @@ export const INSERT_PLANT =
  * maxPlants: the owner's cap (--max-plants-per-owner); absent for none.
  */
 export function plantWrites(db: Database.Database) {
-  const insert = db.prepare<[string, bigint, string, string | null]>(INSERT_PLANT);
-  const find = db.prepare<[string, bigint], StoredPlant>('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
-  // Counted only up to the cap (plus one), so a check costs at most the cap's rows of the index.
-  const countUpTo = db
-    .prepare<[string, number], number>(`SELECT count(*) FROM (SELECT 1 FROM plants WHERE owner = ? ${boundLimit('?')})`)
-    .pluck();
-  const count = db.prepare<[string], number>('SELECT count(*) FROM plants WHERE owner = ?').pluck();
-  const savepoint = db.prepare('SAVEPOINT plant_batch');
-  const release = db.prepare('RELEASE plant_batch');
-  const rollback = db.prepare('ROLLBACK TO plant_batch');
-  const remove = db
-    .prepare<[string, bigint], bigint>('DELETE FROM plants WHERE owner = ? AND id = ? RETURNING seq')
-    .pluck()
-    .safeIntegers(true);
-  const log = db.prepare<[string, string, bigint, string | null, string | null, number]>(
-    'INSERT INTO plant_events (owner, type, plant_id, name, tag, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
-  );
+  const {
+    insert,
+    get: find,
+    countUpTo,
+    count,
+    savepoint,
+    release,
+    rollback,
+    delete: remove,
+    logEvent: log,
+  } = prepareAll(db, SQL);
   const create = (owner: string, { id, name, tag }: PlantRow): CreateOutcome => {
     if (insert.run(owner, id, name, tag).changes === 1) {
       log.run(owner, 'plant.created', id, name, tag, Date.now());
@@ -133,144 +170,4 @@ export function writtenOwner(op: { kind: string; owner?: string }, result: unkno
     default:
       return undefined;
   }
-}
-
-/**
- * One round of EventLog.prune on the writer's connection, in the batch's
- * transaction. By age (older than `before`, in ms since the epoch): a
- * prefix of the whole log (never a row in the middle,
- * see EventLog), at most EVENT_PRUNE_CHUNK rows and never the newest event,
- * whose id tells new streams and resuming clients where the log is. By
- * count: for each owner of the events logged since the last round (at most
- * EVENT_PRUNE_CHUNK events looked at), a prefix of that owner's events
- * beyond its newest `keep`, at most EVENT_PRUNE_CHUNK of them. Each raises
- * its mark before it deletes: should the delete then fail, clients get a
- * needless reset rather than a silent gap.
- */
-export function eventPruner(
-  db: Database.Database,
-): (op: { before: number; keep: number }) => { removed: number; more: boolean } {
-  const head = db
-    .prepare<[number], [bigint, bigint]>(`SELECT id, occurred_at FROM plant_events ORDER BY id ${boundLimit('?')}`)
-    .raw(true)
-    .safeIntegers(true);
-  const newest = db.prepare<[], bigint | null>('SELECT max(id) FROM plant_events').pluck().safeIntegers(true);
-  const lastRemoved = db
-    .prepare<[bigint], bigint | null>('SELECT max(id) FROM plant_events WHERE id <= ?')
-    .pluck()
-    .safeIntegers(true);
-  const mark = db.prepare<[bigint]>('UPDATE plant_events_pruned SET up_to = max(up_to, ?)');
-  const remove = db.prepare<[bigint]>('DELETE FROM plant_events WHERE id <= ?');
-  // An owner's mark at or below the mark of pruning by age says nothing more.
-  const forgetMarks = db.prepare(
-    'DELETE FROM plant_events_owner_pruned WHERE up_to <= (SELECT up_to FROM plant_events_pruned)',
-  );
-  const logged = db
-    .prepare<[bigint, number], [string, bigint, bigint]>(
-      `SELECT owner, max(id), count(*) FROM (SELECT owner, id FROM plant_events WHERE id > ? ORDER BY id ${boundLimit('?')}) GROUP BY owner`,
-    )
-    .raw(true)
-    .safeIntegers(true);
-  // The newest event of the owner beyond its `keep` newest ones: counted, as ids need not be dense.
-  const ownerBeyondKept = db
-    .prepare<[string, number], bigint>('SELECT id FROM plant_events WHERE owner = ? ORDER BY id DESC LIMIT 1 OFFSET ?')
-    .pluck()
-    .safeIntegers(true);
-  const ownerChunkEnd = db
-    .prepare<[string, number], bigint | null>(
-      `SELECT max(id) FROM (SELECT id FROM plant_events WHERE owner = ? ORDER BY id ${boundLimit('?')})`,
-    )
-    .pluck()
-    .safeIntegers(true);
-  const markOwner = db.prepare<[string, bigint]>(
-    'INSERT INTO plant_events_owner_pruned (owner, up_to) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET up_to = max(up_to, excluded.up_to)',
-  );
-  const removeOwner = db.prepare<[string, bigint]>('DELETE FROM plant_events WHERE owner = ? AND id <= ?');
-  // Failed deliveries go with the events of their age (the partial index webhook_deliveries_failed).
-  const forgetFailed = db.prepare<[number]>('DELETE FROM webhook_deliveries WHERE failed_at < ?');
-  // Webhook delivery's needs: the events not yet fanned out (when an
-  // endpoint could want them), and every event a delivery refers to, pending
-  // or failed. Pruning stops below the oldest of them. With no active
-  // endpoint, nothing is to be fanned out: the position moves to the newest.
-  const noEndpoint = db
-    .prepare<[], number>('SELECT NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)')
-    .pluck();
-  const passFanOut = db.prepare(
-    'UPDATE webhook_fan_out SET up_to = max(up_to, coalesce((SELECT max(id) FROM plant_events), 0))',
-  );
-  const needed = db
-    .prepare<[], bigint | null>(
-      `SELECT min((SELECT up_to + 1 FROM webhook_fan_out), coalesce((SELECT min(event) FROM webhook_deliveries), ${Number.MAX_SAFE_INTEGER}))`,
-    )
-    .pluck()
-    .safeIntegers(true);
-  const ownerNeeded = db
-    .prepare<{ owner: string }, bigint | null>(
-      `SELECT min(
-         coalesce(CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints WHERE owner = @owner AND disabled_at IS NULL)
-           THEN (SELECT up_to + 1 FROM webhook_fan_out) END, ${Number.MAX_SAFE_INTEGER}),
-         coalesce((SELECT min(d.event) FROM webhook_endpoints e JOIN webhook_deliveries d ON d.endpoint_id = e.id
-           WHERE e.owner = @owner), ${Number.MAX_SAFE_INTEGER}))`,
-    )
-    .pluck()
-    .safeIntegers(true);
-  const ownerBelow = db
-    .prepare<[string, bigint], bigint | null>('SELECT max(id) FROM plant_events WHERE owner = ? AND id < ?')
-    .pluck()
-    .safeIntegers(true);
-  /** Every owner of the events up to this id has been looked at. */
-  let lookedUpTo = 0n;
-
-  const byAge = (before: number): number => {
-    const rows = head.all(EVENT_PRUNE_CHUNK);
-    if (rows.length === 0) return 0;
-    let upTo = 0n;
-    for (const [id, at] of rows) if (at < BigInt(before)) upTo = id;
-    const last = newest.get()!;
-    if (upTo > last - 1n) upTo = last - 1n;
-    const keep = needed.get()!;
-    if (upTo > keep - 1n) upTo = keep - 1n;
-    const removed = lastRemoved.get(upTo);
-    if (removed === null || removed === undefined) return 0;
-    mark.run(removed);
-    const n = remove.run(removed).changes;
-    forgetMarks.run();
-    return n;
-  };
-
-  return ({ before, keep: asked }) => {
-    // Each owner keeps its newest event at least, so the log's newest stays.
-    const keep = Math.max(1, asked);
-    forgetFailed.run(before);
-    if (noEndpoint.get() === 1) passFanOut.run();
-    const aged = byAge(before);
-    let capped = 0;
-    let scanned = 0n;
-    let last = lookedUpTo;
-    let ownerLeft = false;
-    for (const [owner, maxId, n] of logged.all(lookedUpTo, EVENT_PRUNE_CHUNK)) {
-      scanned += n;
-      if (maxId > last) last = maxId;
-      const wanted = ownerBeyondKept.get(owner, keep);
-      if (wanted === undefined) continue;
-      const chunkEnd = ownerChunkEnd.get(owner, EVENT_PRUNE_CHUNK)!;
-      let upTo = wanted < chunkEnd ? wanted : chunkEnd;
-      // An event webhook delivery still needs stays, and those after it: the
-      // owner is looked at again when it logs more.
-      const need = ownerNeeded.get({ owner })!;
-      if (upTo >= need) {
-        const below = ownerBelow.get(owner, need);
-        if (below === null || below === undefined) continue;
-        upTo = below;
-      } else if (upTo < wanted) ownerLeft = true;
-      markOwner.run(owner, upTo);
-      capped += removeOwner.run(owner, upTo).changes;
-    }
-    // An owner with more to remove is looked at again next round.
-    if (!ownerLeft) lookedUpTo = last;
-    return {
-      removed: aged + capped,
-      more: aged >= EVENT_PRUNE_CHUNK || ownerLeft || scanned >= BigInt(EVENT_PRUNE_CHUNK),
-    };
-  };
 }

@@ -17,12 +17,21 @@ import {
 import { entityTag } from '../entity-tag.js';
 import type { ChangeEpoch } from './change-epoch.js';
 import { ListPages, type ReadPage } from './page-cache.js';
-import { INSERT_PLANT } from './plant-writes.sqlite.js';
+import { operation } from '../operation.js';
+import { prepareAll, type Prepared } from './db-connect.sqlite.js';
+import { SQL as WRITE_SQL } from './plant-writes.sqlite.js';
+import type { SafeIntegers, SqliteRow } from './tables.sqlite.js';
 import type { WriterThread } from './writer-thread.js';
 import { boundLimit } from './bound-limit.js';
 
-/** A page as one row: its plants as a JSON array, the seq of its last plant, and that of the plant after it, if any. */
-type PageRow = [body: string, last: bigint | null, following: bigint | null];
+type Seq = SafeIntegers<SqliteRow<'plants'>>['seq'];
+/**
+ * A page as one row: its plants as the JSON array of the 200 response
+ * (computed in SQL, no column of the table), the seq of its last plant, and
+ * that of the plant after it, if any.
+ */
+type PageRow = [body: string, last: Seq | null, following: Seq | null];
+type PageParams = { owner: string; after: bigint; limit: number };
 
 const queryTime = dbQueryDuration.series('sqlite');
 
@@ -35,9 +44,11 @@ const queryTime = dbQueryDuration.series('sqlite');
 // them again in a temporary b-tree, a quarter of the page's cost. The plant
 // after a full page is named, not just known to exist: if it is deleted, the
 // page may have lost its next page (see ReadPage.span).
-function pageSql(byTag: boolean): string {
+function page<Params extends object>(name: string, byTag: boolean) {
   const where = `owner = @owner${byTag ? ' AND tag = @tag' : ''}`;
-  return `SELECT p.body, p.last,
+  return operation<[Params], PageRow>(
+    name,
+    `SELECT p.body, p.last,
     CASE WHEN p.n = @limit THEN (SELECT seq FROM plants WHERE ${where} AND seq > p.last ORDER BY seq LIMIT 1) END
   FROM (
     SELECT '[' || coalesce(group_concat(q.plant, ','), '') || ']' AS body, max(q.seq) AS last, count(*) AS n
@@ -45,19 +56,33 @@ function pageSql(byTag: boolean): string {
       SELECT seq, CASE WHEN tag IS NULL THEN json_object('name', name) ELSE json_object('name', name, 'tag', tag) END AS plant
       FROM plants WHERE ${where} AND seq > @after ORDER BY seq ${boundLimit('@limit')}
     ) q
-  ) p`;
+  ) p`,
+    { rowMode: 'array', bigints: true },
+  );
 }
-const PAGE = pageSql(false);
-/** A page of the plants with one tag: a range of the (owner, tag, seq) index, as PAGE is of (owner, seq). */
-export const PAGE_BY_TAG = pageSql(true);
-/** One plant by its id: the (owner, id) unique index. */
-export const GET_PLANT = 'SELECT name, tag FROM plants WHERE owner = ? AND id = ?';
+
+// The plant operations of the main thread's connection; the writes are the
+// writer thread's (plant-writes.sqlite.ts). Locks: a read takes none (one
+// statement, one WAL snapshot: a page is of one moment). The import's
+// inserts are one transaction on this connection, which takes SQLite's
+// write lock at its first insert (waiting up to busy_timeout while the
+// writer thread holds it) and keeps it to the commit.
+export const SQL = {
+  /** A page of a list: a range of the (owner, seq) index. */
+  page: page<PageParams>('plants_page', false),
+  /** A page of the plants with one tag: a range of the (owner, tag, seq) index. */
+  pageByTag: page<PageParams & { tag: string }>('plants_page_by_tag', true),
+  get: WRITE_SQL.get,
+  /** The import's, once per plant (PostgreSQL's plants_insert_many takes thousands a statement). */
+  insert: WRITE_SQL.insert,
+  cursorKey: operation<[], Pick<SqliteRow<'secrets'>, 'value'>>(
+    'secrets_cursor_key',
+    "SELECT value FROM secrets WHERE name = 'cursor_key'",
+  ),
+};
 
 export class SqlitePlantStore implements PlantStore {
-  readonly #insert: Database.Statement<[string, bigint, string, string | null]>;
-  readonly #page: Database.Statement<[{ owner: string; after: bigint; limit: number }]>;
-  readonly #pageByTag: Database.Statement<[{ owner: string; tag: string; after: bigint; limit: number }]>;
-  readonly #get: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
+  readonly #sql: Prepared<typeof SQL>;
   readonly #cursors: CursorCodec;
   readonly #pages: ListPages;
 
@@ -71,11 +96,8 @@ export class SqlitePlantStore implements PlantStore {
     private readonly changes: ChangeEpoch,
     listCacheBytes: number,
   ) {
-    this.#insert = db.prepare(INSERT_PLANT);
-    this.#page = db.prepare(PAGE).raw(true).safeIntegers(true);
-    this.#pageByTag = db.prepare(PAGE_BY_TAG).raw(true).safeIntegers(true);
-    this.#get = db.prepare(GET_PLANT);
-    const key = db.prepare<[], { value: Buffer }>("SELECT value FROM secrets WHERE name = 'cursor_key'").get();
+    this.#sql = prepareAll(db, SQL);
+    const key = this.#sql.cursorKey.get();
     this.#cursors = new CursorCodec(key!.value);
     this.#pages = new ListPages(changes, listCacheBytes, (owner, limit, cursor, tag) =>
       this.#read(owner, limit, cursor, tag),
@@ -132,8 +154,10 @@ export class SqlitePlantStore implements PlantStore {
     const after = cursor === undefined ? 0n : this.#cursors.decode(owner, cursor, tag).at;
     const started = metricsOn ? performance.now() : 0;
     const row =
-      tag === undefined ? this.#page.get({ owner, after, limit }) : this.#pageByTag.get({ owner, tag, after, limit });
-    const [body, last, following] = row as PageRow;
+      tag === undefined
+        ? this.#sql.page.get({ owner, after, limit })
+        : this.#sql.pageByTag.get({ owner, tag, after, limit });
+    const [body, last, following] = row!;
     if (metricsOn) queryTime.observe((performance.now() - started) / 1000);
     if (following === null)
       return { page: { body, etag: entityTag(body, '') }, span: { from: after, to: last ?? after } };
@@ -144,7 +168,7 @@ export class SqlitePlantStore implements PlantStore {
   async get(owner: string, id: bigint): Promise<PlantRecord | undefined> {
     this.#ensureOpen();
     this.writer.poll();
-    const row = this.#get.get(owner, id);
+    const row = this.#sql.get.get(owner, id);
     if (row === undefined) return undefined;
     return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
   }
@@ -158,7 +182,7 @@ export class SqlitePlantStore implements PlantStore {
     this.#ensureOpen();
     let n = 0;
     this.db.transaction(() => {
-      for (const p of plants) n += this.#insert.run(owner, p.id, p.name, p.tag ?? null).changes;
+      for (const p of plants) n += this.#sql.insert.run(owner, p.id, p.name, p.tag ?? null).changes;
     })();
     if (n > 0) this.changes.bump(owner);
     return n;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { outboxWrites } from './outbox-writes.sqlite.js';
-import { eventPruner, plantWrites } from './plant-writes.sqlite.js';
+import { eventPruner } from './event-log.sqlite.js';
+import { plantWrites } from './plant-writes.sqlite.js';
 
 /**
  * Every kind of write the writer thread runs, by name: the function run in
