@@ -5,7 +5,7 @@ import { tracing } from '../../tracing/tracing.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
 import { writtenOwner } from './plant-writes.sqlite.js';
-import { STORE_FILE_GONE, cannotWrite } from './errors.sqlite.js';
+import { STORE_FILE_GONE, cannotWrite, isBusy } from './errors.sqlite.js';
 import type { WriteFailure, WriteOp, WriteResult, WriteResults } from './write-kinds.js';
 import type { Outcome, WriterData, WriterOptions, WriterReply, WriterRequest } from './writer.worker.js';
 
@@ -33,7 +33,6 @@ export class SqliteWriteError extends Error {
 /** Told of every batch the thread commits and every probe it answers: a ChangeEpoch. */
 export type CommitListener = Pick<ChangeEpoch, 'follow' | 'committed' | 'probed'>;
 
-const BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']);
 /** Retry-After of a write refused because the store cannot take writes for now (disk full, read-only). */
 const RETRY_AFTER_SECONDS = 5;
 // A thread that died is started again with the next write, but not sooner than this.
@@ -269,7 +268,7 @@ export class WriterThread implements WriterProbe {
     const error = new SqliteWriteError(failure.message, failure.code);
     if (failure.code === STORE_FILE_GONE) return new StoreUnavailableError(error);
     if (cannotWrite(failure.code)) return new StoreUnavailableError(error, RETRY_AFTER_SECONDS);
-    if (failure.code && BUSY.has(failure.code)) return new StoreUnavailableError(error);
+    if (isBusy(failure)) return new StoreUnavailableError(error);
     return error;
   }
 
