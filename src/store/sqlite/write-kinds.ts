@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { outboxWrites } from './outbox-writes.sqlite.js';
-import { eventPruner } from './event-log.sqlite.js';
+import { eventPruner } from './event-prune.sqlite.js';
 import { plantWrites } from './plant-writes.sqlite.js';
 
 /**
