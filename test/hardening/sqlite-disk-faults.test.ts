@@ -1,8 +1,7 @@
 // A SQLite store that loses its file, cannot write it, or runs out of disk:
 // writes answer 503 (never a 200 that is lost, never a bare 500), /readyz says
 // not ready, the server recovers by itself once the cause is fixed, and it
-// never starts over on an empty file where a store existed. A full disk under
-// serve --workers 2 is in test/slow/workers-disk-full.test.ts.
+// never starts over on an empty file where a store existed.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
@@ -15,6 +14,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  truncateSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,7 @@ import Database from 'better-sqlite3';
 import { expectErrorBody } from '../helpers/pg.js';
 import { after, before, describe, it, needs, requirement } from '../helpers/requirements.js';
 import {
+  adminUrlOf,
   httpRequest,
   listAllNames,
   serveArgs,
@@ -37,16 +38,30 @@ import {
 import { runCliInProcess } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
-import { diskFull, readyAfterFirstWrite, readyz, tmpfs } from '../helpers/disk-full.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
+
+// Disk full needs a small file system of its own: a tmpfs, which only root may mount.
+const tmpfs = await requirement('root, to mount a small tmpfs for a full disk', () => {
+  if (!IS_ROOT) throw new Error('not running as root');
+  const probe = mkdtempSync(join(tmpdir(), 'plant-store-mount-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { stdio: 'pipe' });
+    execFileSync('umount', [probe]);
+  } catch (error) {
+    throw new Error(`mount -t tmpfs failed: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`);
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+});
 
 // Root may write any file, so as root the server runs as nobody to meet a read-only file.
 const dropPrivileges = await requirement('setpriv, to run the server as nobody (running as root)', () => {
   if (IS_ROOT) execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
 });
 
+/** Polls `attempt` every 100 ms until it returns true, for at most `ms`. */
 /**
  * Lets nobody reach the code it runs (the built CLI and node_modules): adds
  * search permission for others to each folder above the project that lacks
@@ -69,6 +84,8 @@ function letNobodyReachTheCode(): () => void {
 async function create(server: ServerProcess, token: string, id: number, name = `p-${id}`): Promise<HttpResponse> {
   return httpRequest(`${server.url}/plants`, { method: 'POST', token, json: { id, name } });
 }
+
+const readyz = async (server: ServerProcess) => (await httpRequest(`${server.url}/readyz`)).status;
 
 /** Starts a server on `db` and returns it with the admin token it printed. */
 async function serveNew(db: string, opts: { prefix?: string[] } = {}) {
@@ -183,8 +200,132 @@ describe('SQLite store faults', () => {
   });
 
   needs(tmpfs, () => {
+    /**
+     * Serves a store on an 8 MiB tmpfs (with `extra` flags), fills the disk
+     * until a create answers 503, frees it again, and hands over to `recover`.
+     * Acknowledged writes are then checked to be all there.
+     */
+    async function diskFull(
+      extra: string[],
+      recover: (server: ServerProcess, answer: (id: number) => Promise<HttpResponse>) => Promise<void>,
+    ): Promise<void> {
+      const mnt = newDir();
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
+      let server: ServerProcess | undefined;
+      try {
+        const db = join(mnt, 'plants.db');
+        const workers = extra.includes('--workers');
+        server = workers ? await startServer(serveArgs(db, ...extra), { listeners: 2 }) : (await serveNew(db)).server;
+        const token = tokensIn(server.stderr)[0]!;
+        const acked = new Set<number>();
+        const answer = async (id: number) => {
+          const res = await create(server!, token, id, `p-${id}-${'x'.repeat(240)}`);
+          if (res.status === 200) acked.add(id);
+          else expectErrorBody(res, 503, `create ${id}`);
+          return res;
+        };
+        for (let id = 1; id <= 20; id++) assert.equal((await answer(id)).status, 200);
+
+        const filler = join(mnt, 'filler');
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        try {
+          for (let i = 0; ; i++) writeFileSync(filler, chunk, { flag: 'a' });
+        } catch (error) {
+          assert.equal((error as NodeJS.ErrnoException).code, 'ENOSPC');
+        }
+
+        let full: HttpResponse | undefined;
+        for (let id = 21; id < 5000 && full === undefined; id += 8) {
+          const batch = await Promise.all(Array.from({ length: 8 }, (_, k) => answer(id + k)));
+          full = batch.find((r) => r.status === 503);
+        }
+        assert.ok(full, 'writes kept succeeding on a full disk');
+        assert.equal(full.headers['retry-after'], '5');
+        if (workers) {
+          // The worker that answers may be the other one, still committing into log space it already has
+          // (the log is written from its start again once checkpointed): it is not ready once its writes fail too.
+          let more = 50_000;
+          // It reuses log space checkpointed by its own thread until a checkpoint cannot grow the file: seconds more.
+          // The workers take connections in turn, so each step writes twice and asks twice: both workers get writes
+          // (one write and one ask a step would leave one worker only ever asked, and ready), and both must say 503.
+          const failsAndNotReady = async () => {
+            const writes = [await answer(more++), await answer(more++)];
+            const asks = [await readyz(server!), await readyz(server!)];
+            return writes.every((r) => r.status === 503) && asks.every((status) => status === 503);
+          };
+          await eventually(failsAndNotReady, 15_000, {
+            stepMs: 20,
+            what: '/readyz to answer 503 on a full disk',
+          });
+        } else assert.equal(await readyz(server), 503);
+
+        // Room for some writes again, but less than the 1 MiB a store wants before it probes by itself.
+        truncateSync(filler, Math.max(0, statSync(filler).size - 700 * 1024));
+        await recover(server, answer);
+        const names = new Set(await listAllNames(server.url, token));
+        for (const id of acked) assert.ok(names.has(`p-${id}-${'x'.repeat(240)}`), `acknowledged plant ${id} lost`);
+        await stopGracefully(server);
+        assert.doesNotMatch(server.stdout, /"statusCode":500/, 'no 500 was answered');
+      } finally {
+        await stopGracefully(server);
+        execFileSync('umount', ['-l', mnt]);
+      }
+    }
+
+    /** Once the disk has room again: the first create that succeeds, then /readyz ready within a second of it. */
+    async function readyAfterFirstWrite(
+      server: ServerProcess,
+      answer: (id: number) => Promise<HttpResponse>,
+      inARow: number,
+      withinMs = 1000,
+    ): Promise<void> {
+      let id = 100_000;
+      await eventually(async () => (await answer(id++)).status === 200, 10_000, {
+        stepMs: 20,
+        what: 'a create succeeds',
+      });
+      const wrote = performance.now();
+      // inARow answers in a row, so that with --workers every worker has answered ready.
+      let ready = 0;
+      await eventually(async () => (ready = (await readyz(server)) === 200 ? ready + 1 : 0) >= inARow, withinMs, {
+        stepMs: 10,
+        what: `/readyz to answer 200 ${inARow} times in a row within ${withinMs} ms of the first successful write`,
+      });
+      const ms = Math.round(performance.now() - wrote);
+      assert.ok(ms <= withinMs, `ready ${ms} ms after the first successful write`);
+    }
+
     it('disk full: 503 with Retry-After (never 500), not ready, then ready within 1 s of the first write that succeeds', async () => {
-      await diskFull(newDir(), [], (server, answer) => readyAfterFirstWrite(server, answer, 1));
+      await diskFull([], (server, answer) => readyAfterFirstWrite(server, answer, 1));
+    });
+
+    it('disk full with --workers 2: every worker is ready again within 1 s of the first write that succeeds, and so is the admin port', async () => {
+      // A load balancer's health checks ask all along, as they would in production.
+      let checking = true;
+      let checks: Promise<void> | undefined;
+      await diskFull(['--workers', '2', '--admin-port', '0'], async (server, answer) => {
+        // The primary's admin /readyz asks the workers, which are the ones that write.
+        const admin = await adminUrlOf(server);
+        const notReady = await httpRequest(`${admin}/readyz`);
+        expectErrorBody(notReady, 503, 'admin /readyz on a full disk');
+        assert.match(notReady.body, /worker \d/);
+        checks = (async () => {
+          while (checking) {
+            await readyz(server);
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        })();
+        try {
+          // Two workers take connections in turn: 4 in a row is each of them twice. Each worker is ready within 1 s;
+          // the four answers in a row that show it for both get another second on a loaded machine.
+          await readyAfterFirstWrite(server, answer, 4, 2000);
+          const ready = await httpRequest(`${admin}/readyz`);
+          assert.equal(ready.status, 200, `admin /readyz once every worker is ready: ${ready.body}`);
+        } finally {
+          checking = false;
+          await checks;
+        }
+      });
     });
   });
 

@@ -1,17 +1,24 @@
 // Rate limits: --rate-limit per token owner, --auth-fail-limit per client
 // address, each process alone or shared through Redis (--redis), and a Redis
-// outage in one process. Limits shared by the workers of serve --workers 2 are
-// in test/slow/rate-limits-across-workers.test.ts, and the outage under it,
-// waited through in real time, in test/slow/redis-outage.test.ts.
+// outage in one process; the outage under serve --workers 2, waited through in
+// real time, is in test/slow/redis-outage.test.ts.
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { metricsText } from '../../src/metrics/metrics.js';
 import { useApp } from '../helpers/app.js';
 import { commandProbe, describe, it, needs, requirement } from '../helpers/requirements.js';
 import { describeHttpLayer, describeOnStore } from '../helpers/stores.js';
-import { cliToken, delay, httpRequest, migrateWithCli, serveArgs, stopGracefully } from '../helpers/server.js';
+import {
+  cliToken,
+  delay,
+  httpRequest,
+  migrateWithCli,
+  serveArgs,
+  startServer,
+  stopGracefully,
+} from '../helpers/server.js';
 import { freePort } from '../helpers/ports.js';
-import { PrivateRedis, redisProblem, sequentially, statuses, testPrefix } from '../helpers/redis.js';
+import { PrivateRedis, redisProblem, sequentially, servedBy, statuses, testPrefix } from '../helpers/redis.js';
 import { serveInProcess } from '../helpers/serve-in-process.js';
 import { listPlants } from '../helpers/list-plants.js';
 
@@ -205,27 +212,38 @@ for (const [env, limited] of [
 
 needs(sharedRedis, () =>
   describeOnStore('sqlite', 'rate limits shared through Redis', (fx) => {
-    it('with --rate-limit 40/1m --redis, two instances on one store give one token exactly 40 successful requests between them, other owners are unaffected', async () => {
+    it('with --workers 2 --rate-limit 40/1m --redis, one token gets exactly 40 successful requests, other owners are unaffected', async () => {
       await migrateWithCli(fx.db);
       const [alice, bob] = [await cliToken(fx.db, 'alice'), await cliToken(fx.db, 'bob')];
-      const args = serveArgs(fx.db, '--rate-limit', '40/1m', '--redis', REDIS_URL, '--redis-key-prefix', testPrefix());
-      const servers = [await serveInProcess(args), await serveInProcess(args)];
+      const server = await startServer(
+        serveArgs(
+          fx.db,
+          '--workers',
+          '2',
+          '--access-log',
+          '--rate-limit',
+          '40/1m',
+          '--redis',
+          REDIS_URL,
+          '--redis-key-prefix',
+          testPrefix(),
+        ),
+        { listeners: 2 },
+      );
       try {
-        // In turn, as a load balancer would send them.
-        const answers = [];
-        for (let i = 0; i < 60; i++)
-          answers.push(await httpRequest(`${servers[i % 2]!.url}/plants?limit=1`, { token: alice }));
+        const answers = await sequentially(60, `${server.url}/plants?limit=1`, alice);
         assert.deepEqual(statuses(answers), { 200: 40, 429: 20 });
         assert.deepEqual(
           answers.slice(0, 40).map(remaining),
           Array.from({ length: 40 }, (_, i) => 39 - i),
         );
+        assert.equal((await servedBy(server, '/plants?limit=1', 2)).size, 2, 'both workers served alice');
 
-        const other = await sequentially(10, `${servers[1]!.url}/plants?limit=2`, bob);
+        const other = await sequentially(10, `${server.url}/plants?limit=2`, bob);
         assert.deepEqual(statuses(other), { 200: 10 });
         assert.equal(remaining(other.at(-1)!), 30);
       } finally {
-        await stopGracefully(...servers);
+        await stopGracefully(server);
       }
     });
   }),

@@ -13,6 +13,7 @@ import {
   httpRequest,
   listAllNames,
   serveArgs,
+  startServer,
   stopGracefully,
   type HttpResponse,
   type ServerProcess,
@@ -61,6 +62,27 @@ describeOnStore('pgbouncer', 'PgBouncer in transaction pooling mode', (fx) => {
       assert.match(r.stderr, /--pg-pooler transaction \(PLANTS_PG_POOLER=transaction\)/);
     }
   });
+
+  it(
+    "leaves max_connections to PgBouncer's pool: workers × pool size may exceed it",
+    { timeout: TEST_TIMEOUT },
+    async () => {
+      const [row] = await query<{ max: number }>(PG_URL, "SELECT current_setting('max_connections')::int AS max");
+      const pool = String(row!.max);
+      const token = await cliToken(fx.db, owner('many'), '--pg-pooler', 'transaction');
+      const server = await startServer(
+        serveArgs(fx.db, '--pg-pooler', 'transaction', '--workers', '2', '--pg-pool-size', pool),
+        {
+          listeners: 2,
+        },
+      );
+      try {
+        assert.equal((await create(server, token, 1, 'one')).status, 200);
+      } finally {
+        await stopGracefully(server);
+      }
+    },
+  );
 
   describe('two instances through one PgBouncer', () => {
     let a: ServerProcess;
