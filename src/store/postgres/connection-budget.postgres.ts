@@ -1,6 +1,21 @@
 import { ConfigError, type PostgresConfig } from '../../config.js';
-import { createPgPool, withClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { createPgPool, run, withClient } from './db-connect.postgres.js';
 import { startupError } from './errors.postgres.js';
+
+const SQL = {
+  // Locks: none; pg_stat_activity is a snapshot, taken once per transaction.
+  // The connection limit, the slots kept for superusers, and the client
+  // connections open now other than this one.
+  room: operation<[], { max: number; reserved: number; in_use: number }>(
+    'connection_room',
+    `SELECT current_setting('max_connections')::int AS max,
+      current_setting('superuser_reserved_connections')::int
+        + coalesce(current_setting('reserved_connections', true), '0')::int AS reserved,
+      (SELECT count(*) FROM pg_stat_activity
+        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())::int AS in_use`,
+  ),
+};
 
 /** How many more connections the server accepts from roles that are not superusers, and why. */
 export interface ConnectionRoom {
@@ -19,15 +34,7 @@ export function roomLeft({ maxConnections, reserved, inUse }: ConnectionRoom): n
 export async function connectionRoom(config: PostgresConfig): Promise<ConnectionRoom> {
   const pool = createPgPool(config, { max: 1 });
   try {
-    const { rows } = await withClient(pool, (client) =>
-      client.query<{ max: number; reserved: number; in_use: number }>(
-        `SELECT current_setting('max_connections')::int AS max,
-          current_setting('superuser_reserved_connections')::int
-            + coalesce(current_setting('reserved_connections', true), '0')::int AS reserved,
-          (SELECT count(*) FROM pg_stat_activity
-            WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())::int AS in_use`,
-      ),
-    );
+    const { rows } = await withClient(pool, (client) => run(client, SQL.room, []));
     const row = rows[0]!;
     return { maxConnections: row.max, reserved: row.reserved, inUse: row.in_use };
   } catch (error) {

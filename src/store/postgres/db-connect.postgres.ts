@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Series } from '../../metrics/histogram.js';
 import { dbCommitDuration, dbQueryDuration, metricsOn, trackPool } from '../../metrics/metrics.js';
 import type { PostgresConfig } from '../../config.js';
-import type { Operation } from '../operation.js';
+import { operation, type Operation } from '../operation.js';
 import { tracing } from '../../tracing/tracing.js';
 import { tracedClient } from './traced-client.postgres.js';
 import { ReadOnlyServerError, connectionSurvives, toStoreError } from './errors.postgres.js';
@@ -97,13 +97,26 @@ export function createPgPool(config: PostgresConfig, overrides: PgPoolOverrides 
   return pool;
 }
 
-// On during recovery (a standby) and in a session made read-only
-// (default_transaction_read_only), where every write would fail with 25006.
-const IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on' AS read_only";
+/** The statements on a session itself rather than on a table, for every file that needs one. */
+export const SESSION_SQL = {
+  // Locks: none. A transaction under READ COMMITTED, the server's default:
+  // each statement sees what committed before it began, and the locks a
+  // statement takes (each says which) are held to COMMIT or ROLLBACK.
+  begin: operation<[]>('begin', 'BEGIN'),
+  commit: operation<[]>('commit', 'COMMIT'),
+  rollback: operation<[]>('rollback', 'ROLLBACK'),
+  // Locks: none. On during recovery (a standby) and in a session made
+  // read-only (default_transaction_read_only), where every write would fail
+  // with 25006.
+  isReadOnly: operation<[], { read_only: boolean }>(
+    'is_read_only',
+    "SELECT current_setting('transaction_read_only') = 'on' AS read_only",
+  ),
+};
 
 /** Throws ReadOnlyServerError unless `client` is connected to a server that takes writes (the primary). */
 export async function assertWritable(client: pg.ClientBase): Promise<void> {
-  const { rows } = await client.query<{ read_only: boolean }>(IS_READ_ONLY);
+  const { rows } = await run(client, SESSION_SQL.isReadOnly, []);
   if (rows[0]?.read_only !== false) throw new ReadOnlyServerError();
 }
 
@@ -114,14 +127,14 @@ export async function assertWritable(client: pg.ClientBase): Promise<void> {
  * discarded instead of pooled.
  */
 export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
+  await run(client, SESSION_SQL.begin, []);
   try {
     const result = await work();
-    await client.query('COMMIT');
+    await run(client, SESSION_SQL.commit, []);
     return result;
   } catch (error) {
     try {
-      await client.query('ROLLBACK');
+      await run(client, SESSION_SQL.rollback, []);
     } catch {
       throw new Error('a transaction failed and could not be rolled back', { cause: error });
     }

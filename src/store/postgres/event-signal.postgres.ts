@@ -1,10 +1,22 @@
 import type pg from 'pg';
 import type { PostgresConfig } from '../../config.js';
 import type { EventSignal } from '../store.js';
-import { assertWritable, createListenClient } from './db-connect.postgres.js';
+import { operation } from '../operation.js';
+import { assertWritable, createListenClient, run } from './db-connect.postgres.js';
 
 /** The channel every Plant Store process on one database listens on; the word carries no payload. */
 const CHANNEL = 'plant_store_events';
+
+const SQL = {
+  // Locks: none; NOTIFY is queued and sent at commit, here its own transaction's.
+  notify: operation<[]>('events_notify', `NOTIFY ${CHANNEL}`),
+  // Locks: none. This session hears every NOTIFY on the channel from now on, its own too.
+  listen: operation<[]>('events_listen', `LISTEN ${CHANNEL}`),
+  // Locks: none. The session's server process, which every NOTIFY it sends names: its own words are not news.
+  backendPid: operation<[], { pid: number }>('events_backend_pid', 'SELECT pg_backend_pid() AS pid'),
+  // Locks: none; reads nothing. The heartbeat: a round trip that fails on a connection gone silent.
+  heartbeat: operation<[]>('events_heartbeat', 'SELECT 1'),
+};
 /** Reconnecting after a lost connection waits this long at first, doubling up to RETRY_MAX_MS. */
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5_000;
@@ -87,7 +99,7 @@ export class PostgresEventSignal implements EventSignal {
     }
     this.#sending = true;
     try {
-      await client.query(`NOTIFY ${CHANNEL}`);
+      await run(client, SQL.notify, []);
     } catch {
       // The connection's own error or end handler opens a new one.
     } finally {
@@ -115,8 +127,8 @@ export class PostgresEventSignal implements EventSignal {
       await client.connect();
       // A standby cannot LISTEN, and would hear nothing the primary's writers say.
       await assertWritable(client);
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      await client.query(`LISTEN ${CHANNEL}`);
+      const { rows } = await run(client, SQL.backendPid, []);
+      await run(client, SQL.listen, []);
       this.#pid = rows[0]!.pid;
     } catch {
       onLost();
@@ -129,7 +141,7 @@ export class PostgresEventSignal implements EventSignal {
     this.#client = client;
     this.#retryMs = RETRY_MIN_MS;
     this.#heartbeat = setInterval(() => {
-      if (!this.#sending) client.query('SELECT 1').catch(onLost);
+      if (!this.#sending) run(client, SQL.heartbeat, []).catch(onLost);
     }, HEARTBEAT_MS).unref();
     // Words sent before this connection listened were not heard.
     this.#tell();

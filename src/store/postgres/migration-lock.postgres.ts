@@ -9,6 +9,7 @@ import {
   type PostgresDialectConfig,
   type TransactionSettings,
 } from 'kysely';
+import { operation } from '../operation.js';
 
 // Any constant shared by every Plant Store version; it names the lock.
 const MIGRATION_LOCK_ID = 7_311_425_460_118_203_001n;
@@ -18,6 +19,16 @@ const MIGRATION_LOCK_ID = 7_311_425_460_118_203_001n;
  * up. Migrations are small DDL; minutes mean something is stuck.
  */
 export const MIGRATION_LOCK_TIMEOUT_MS = 120_000;
+
+const SQL = {
+  // Locks: the migration's advisory lock, transaction-level: held to the
+  // migration's COMMIT or ROLLBACK (or a lost connection), waiting at most
+  // lock_timeout, set for this transaction only, for another start's migration.
+  lock: operation<[]>(
+    'migration_lock',
+    `SELECT set_config('lock_timeout', '${MIGRATION_LOCK_TIMEOUT_MS}', true), pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`,
+  ),
+};
 
 /**
  * Kysely's PostgreSQL migrator takes a session-level advisory lock and
@@ -37,11 +48,8 @@ class TransactionLockAdapter extends PostgresAdapter {
 class TransactionLockDriver extends PostgresDriver {
   override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     await super.beginTransaction(connection, settings);
-    await connection.executeQuery(
-      CompiledQuery.raw(
-        `SELECT set_config('lock_timeout', '${MIGRATION_LOCK_TIMEOUT_MS}', true), pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`,
-      ),
-    );
+    // Sent by Kysely, as the migration's other statements are.
+    await connection.executeQuery(CompiledQuery.raw(SQL.lock.text));
   }
 }
 

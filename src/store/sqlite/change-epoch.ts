@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { CONNECTION_SQL, prepareAll } from './db-connect.sqlite.js';
 
 /** A plant deleted through this process: the version it was deleted at, and its position (seq) in the list. */
 export interface Deletion {
@@ -80,7 +81,7 @@ export class ChangeEpoch {
   #counter = 0;
   #all: ChangeVersion = { changed: 0, appended: 0, deletions: [] };
   readonly #owners = new Map<string, { changed: number; appended: number; deletions: Deletion[] }>();
-  readonly #read: Database.Statement;
+  readonly #read: Database.Statement<[], number>;
   #dataVersion: unknown;
   #fresh = false;
   #writer: WriterProbe | undefined;
@@ -93,7 +94,7 @@ export class ChangeEpoch {
   };
 
   constructor(db: Database.Database) {
-    this.#read = db.prepare('PRAGMA data_version').pluck();
+    this.#read = prepareAll(db, { dataVersion: CONNECTION_SQL.dataVersion }).dataVersion;
     this.#dataVersion = this.#read.get();
   }
 

@@ -13,7 +13,7 @@
 // checkpoints its own commits past WAL_BEHIND_PAGES (writer.worker.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
+import { CONNECTION_SQL, openSqlite, prepareAll, type SqliteOptions } from './db-connect.sqlite.js';
 
 /** The writer thread's message: it committed ('commit'), or it is closing ('close'). */
 export type CheckpointerRequest = 'commit' | 'close';
@@ -38,7 +38,7 @@ function run(): void {
   last = performance.now();
   try {
     db ??= openSqlite({ ...options, mustExist: true });
-    checkpoint ??= db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+    checkpoint ??= prepareAll(db, { checkpoint: CONNECTION_SQL.checkpoint }).checkpoint;
     checkpoint.run();
   } catch {
     // Busy, or the file cannot be read now: the next commit asks again, and

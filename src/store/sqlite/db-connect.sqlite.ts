@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 import type { SqliteConfig } from '../../config.js';
-import type { Operation } from '../operation.js';
+import { operation, type Operation } from '../operation.js';
 import { leaveMarker, refuseToStartOver, StoreFileMissingError } from './store-file.js';
 
 /** What a connection needs: the file and its durability. */
@@ -11,6 +11,30 @@ export interface SqliteOptions extends Pick<SqliteConfig, 'path' | 'durability'>
   /** Fail instead of creating the file (and its folder) when it does not exist. */
   mustExist?: boolean;
 }
+
+/** The statements on a connection itself rather than on a table, for every file that needs one. */
+export const CONNECTION_SQL = {
+  // Locks: BEGIN IMMEDIATE takes SQLite's write lock at once (waiting up to
+  // busy_timeout while another connection holds it), not at the first write:
+  // a transaction that read first and then had to wait for the lock would
+  // fail with SQLITE_BUSY instead of waiting. It is held to COMMIT or
+  // ROLLBACK, so no other connection writes between a write's check and the
+  // write it guards.
+  begin: operation<[]>('begin_immediate', 'BEGIN IMMEDIATE'),
+  commit: operation<[]>('commit', 'COMMIT'),
+  rollback: operation<[]>('rollback', 'ROLLBACK'),
+  // Locks: none; it reads no table. Whether the connection answers at all (readiness).
+  ping: operation<[], number>('ping', 'SELECT 1', { rowMode: 'value' }),
+  // Locks: none; it reads the WAL index. This connection's counter, which
+  // changes with every commit of another connection and never with its own
+  // (https://sqlite.org/pragma.html#pragma_data_version): how a process tells
+  // other processes' writes from its own.
+  dataVersion: operation<[], number>('data_version', 'PRAGMA data_version', { rowMode: 'value' }),
+  // Locks: PASSIVE copies the pages no reader still needs back into the
+  // database file and waits for neither readers nor the writer; it holds only
+  // the checkpoint lock, for as long as it runs.
+  checkpoint: operation<[]>('wal_checkpoint', 'PRAGMA wal_checkpoint(PASSIVE)'),
+};
 
 // All connection setup for the SQLite store lives here, so every connection
 // (the server's, the CLI's, the migrator's) gets the same pragmas.

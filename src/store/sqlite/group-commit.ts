@@ -1,19 +1,13 @@
 import type Database from 'better-sqlite3';
-import { operation } from '../operation.js';
-import { prepareAll, type Prepared } from './db-connect.sqlite.js';
+import { CONNECTION_SQL, prepareAll, type Prepared } from './db-connect.sqlite.js';
 
 export type Settled<T, E = unknown> = { ok: true; value: T } | { ok: false; error: E };
 
-// The transaction of a batch. Locks: BEGIN IMMEDIATE takes SQLite's write
-// lock at once (waiting up to busy_timeout while another connection holds
-// it), not at the first write: a transaction that read first and then had to
-// wait for the lock would fail with SQLITE_BUSY instead of waiting. It is
-// held to COMMIT or ROLLBACK: no other connection writes between a write's
-// check and the write it guards.
+// The transaction of a batch, under BEGIN IMMEDIATE (its locks: CONNECTION_SQL).
 const SQL = {
-  begin: operation<[]>('writer_begin', 'BEGIN IMMEDIATE'),
-  commit: operation<[]>('writer_commit', 'COMMIT'),
-  rollback: operation<[]>('writer_rollback', 'ROLLBACK'),
+  begin: CONNECTION_SQL.begin,
+  commit: CONNECTION_SQL.commit,
+  rollback: CONNECTION_SQL.rollback,
 };
 
 /**

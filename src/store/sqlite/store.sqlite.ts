@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import { StoreUnavailableError, type Store } from '../store.js';
-import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
+import { CONNECTION_SQL, openSqlite, prepareAll, type Prepared, type SqliteOptions } from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
 import { SqliteEventLog } from './event-log.sqlite.js';
 import { SqliteEventSignal } from './event-signal.sqlite.js';
@@ -25,11 +25,14 @@ import { SqliteOutboxStore, SqliteWebhookStore } from './webhooks-store.sqlite.j
  * a failed migration leaves no half-applied schema. (Kysely runs SQLite
  * migrations without a transaction of its own, so they join this one.)
  */
+const MIGRATION_SQL = { begin: CONNECTION_SQL.begin, commit: CONNECTION_SQL.commit, rollback: CONNECTION_SQL.rollback };
+
 export async function migrateSqlite(options: SqliteOptions): Promise<MigrationReport> {
   const database = openSqlite(options);
+  const sql = prepareAll(database, MIGRATION_SQL);
   try {
     // Busy after busy_timeout while another process holds the write lock.
-    database.exec('BEGIN IMMEDIATE');
+    sql.begin.run();
   } catch (error) {
     database.close();
     throw error;
@@ -37,13 +40,16 @@ export async function migrateSqlite(options: SqliteOptions): Promise<MigrationRe
   const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
   try {
     const report = await migrateToLatest(db, sqliteMigrations);
-    database.exec('COMMIT');
+    sql.commit.run();
     return report;
   } finally {
-    if (database.inTransaction) database.exec('ROLLBACK');
+    if (database.inTransaction) sql.rollback.run();
     await db.destroy();
   }
 }
+
+/** What readiness reads on the serving connection (their locks: CONNECTION_SQL). */
+const READINESS_SQL = { ping: CONNECTION_SQL.ping, dataVersion: CONNECTION_SQL.dataVersion };
 
 /** Below this much free space, a store whose last write failed with "disk full" is not ready. */
 const LOW_SPACE_BYTES = 1024 * 1024;
@@ -58,8 +64,7 @@ export class SqliteStore implements Store {
   readonly events: SqliteEventLog;
   readonly eventSignal: SqliteEventSignal;
   readonly #writer: WriterThread;
-  readonly #ping: Database.Statement;
-  readonly #dataVersion: Database.Statement;
+  readonly #sql: Prepared<typeof READINESS_SQL>;
   /** This connection's data_version when readiness first saw writes failing. */
   #versionAtFailure: unknown;
   readonly #path: string;
@@ -81,8 +86,7 @@ export class SqliteStore implements Store {
     this.webhooks = new SqliteWebhookStore(db);
     this.outbox = new SqliteOutboxStore(db, this.#writer);
     this.events = new SqliteEventLog(db, this.#writer);
-    this.#ping = db.prepare('SELECT 1');
-    this.#dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.#sql = prepareAll(db, READINESS_SQL);
     // Every process on the file, workers and separate instances alike.
     this.eventSignal = new SqliteEventSignal(options.path);
   }
@@ -94,7 +98,7 @@ export class SqliteStore implements Store {
    */
   async ping(): Promise<void> {
     try {
-      this.#ping.get();
+      this.#sql.ping.get();
     } catch (error) {
       throw new StoreUnavailableError(error);
     }
@@ -118,7 +122,7 @@ export class SqliteStore implements Store {
 
   /** Whether another connection has committed since readiness first saw writes failing. */
   #committedSinceFailure(): boolean {
-    const version = this.#dataVersion.get();
+    const version = this.#sql.dataVersion.get();
     this.#versionAtFailure ??= version;
     return version !== this.#versionAtFailure;
   }

@@ -15,7 +15,8 @@
 import { Worker, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { CheckpointerRequest } from './checkpointer.worker.js';
-import { openSqlite, type SqliteOptions } from './db-connect.sqlite.js';
+import { operation } from '../operation.js';
+import { CONNECTION_SQL, openSqlite, prepareAll, type Prepared, type SqliteOptions } from './db-connect.sqlite.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { storeFileProblem, type FileIdentity } from './store-file.js';
 import { STORE_FILE_GONE, cannotWrite } from './errors.sqlite.js';
@@ -54,16 +55,23 @@ export type WriterReply =
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 2000;
 
-// Writes a row that changes every time: SQLite skips writing a row whose
-// content is unchanged, which would not find a full disk.
-const PROBE_SQL =
-  "INSERT INTO secrets (name, value) VALUES ('write_probe', randomblob(16)) ON CONFLICT (name) DO UPDATE SET value = excluded.value";
+const SQL = {
+  // Commits of other connections since the last look (its locks: CONNECTION_SQL).
+  dataVersion: CONNECTION_SQL.dataVersion,
+  // Locks: run inside the group commit's BEGIN IMMEDIATE, as a write is. It
+  // writes a row that changes every time: SQLite skips writing a row whose
+  // content is unchanged, which would not find a full disk.
+  probe: operation<[]>(
+    'write_probe',
+    "INSERT INTO secrets (name, value) VALUES ('write_probe', randomblob(16)) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+  ),
+};
 
 interface Connection {
   db: Database.Database;
   writes: GroupCommit;
   write: (op: WriteOp) => WriteResult;
-  dataVersion: Database.Statement;
+  sql: Prepared<typeof SQL>;
   seen: unknown;
 }
 
@@ -101,8 +109,7 @@ function connect(waitOutBackoff = true): Connection | WriteFailure {
     const db = openSqlite({ ...options, mustExist: true });
     db.pragma(`wal_autocheckpoint = ${WAL_BEHIND_PAGES}`);
     checkpointer ??= startCheckpointer();
-    const dataVersion = db.prepare('PRAGMA data_version').pluck();
-    connection = { db, writes: new GroupCommit(db), write: writer(db), dataVersion, seen: undefined };
+    connection = { db, writes: new GroupCommit(db), write: writer(db), sql: prepareAll(db, SQL), seen: undefined };
     return connection;
   } catch (error) {
     return setBack(failure(error));
@@ -154,7 +161,7 @@ function gone(): WriteFailure | undefined {
 function foreign(): boolean {
   if (!connection) return true;
   try {
-    const version = connection.dataVersion.get();
+    const version = connection.sql.dataVersion.get();
     const changed = version !== connection.seen;
     connection.seen = version;
     return changed;
@@ -181,7 +188,7 @@ function commit(ops: WriteOp[]): Outcome[] {
 function probe(): Settled<true, WriteFailure> {
   const c = gone() ?? connect(false);
   if (!('db' in c)) return { ok: false, error: c };
-  const [outcome] = c.writes.commitNow([() => c.db.prepare(PROBE_SQL).run()]);
+  const [outcome] = c.writes.commitNow([() => c.sql.probe.run()]);
   if (outcome!.ok) {
     recovered();
     return { ok: true, value: true };
