@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js';
 import { StoreUnavailableError, type CreateOutcome, type NewPlantRecord } from '../store.js';
-import { Batcher } from './batcher.postgres.js';
+import { Batcher } from '../batcher.js';
 import { operation } from '../operation.js';
 import { run, writeWithClient } from './db-connect.postgres.js';
 import { lockOwners, logEvent, MAX_EVENTS_PER_STATEMENT } from './event-log.postgres.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { CursorCodec, Position } from '../cursor.js';
 import { entityTag } from '../entity-tag.js';
 import type { JsonPage } from '../store.js';
-import { Batcher } from './batcher.postgres.js';
+import { Batcher } from '../batcher.js';
 import { operation } from '../operation.js';
 import { run, withClient } from './db-connect.postgres.js';
 

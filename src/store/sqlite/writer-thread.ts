@@ -2,6 +2,7 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from '
 import { dbCommitDuration, metricsOn, sqliteBatchSize } from '../../metrics/metrics.js';
 import { DB_OPERATION_NAME, DB_SYSTEM_NAME } from '../../tracing/attributes.js';
 import { tracing } from '../../tracing/tracing.js';
+import { Batcher } from '../batcher.js';
 import { StoreUnavailableError } from '../store.js';
 import type { ChangeEpoch, WriterProbe, WrittenOwner } from './change-epoch.js';
 import { writtenOwner } from './plant-writes.sqlite.js';
@@ -40,12 +41,11 @@ const RESTART_AFTER_MS = 1000;
 // A commit costs far more than an insert (the WAL write and its fsync), so a
 // small batch waits a few turns of the event loop for more writes to join it:
 // until it is as large as the last batch (at most MIN_BATCH), or MAX_WAIT_MS
-// have passed, checked at the end of each turn (so a batch can wait up to a
-// turn longer), each turn a poll for new requests. Under a stream of writes
-// this fills batches; when writes are a few among many reads, a turn of the
-// event loop is long and brings few writes, so the time bound sends the
-// batch after one turn instead of holding a write for company that does not
-// come.
+// have passed (the Batcher's `gather`), each turn a poll for new requests.
+// Under a stream of writes this fills batches; when writes are a few among
+// many reads, a turn of the event loop is long and brings few writes, so the
+// time bound sends the batch after one turn instead of holding a write for
+// company that does not come.
 const MIN_BATCH = 32;
 const MAX_WAIT_MS = 2;
 // Probes (readiness after a failed write) commit a row each: at most one per this long.
@@ -58,15 +58,18 @@ const PROBE_EVERY_MS = 100;
  */
 export class WriterThread implements WriterProbe {
   #worker: Worker | undefined;
-  #queue: Pending[] = [];
-  #inFlight: Pending[] | undefined;
+  // One batch at a time: the thread has one connection, and a batch is one transaction.
+  readonly #batcher = new Batcher<Pending>((batch) => this.#send(batch), {
+    maxItems: Infinity,
+    maxInFlight: 1,
+    gather: { items: MIN_BATCH, ms: MAX_WAIT_MS },
+    nextAtOnce: true,
+  });
+  /** The batch the thread is committing, and the end of its Batcher run. */
+  #inFlight: { batch: Pending[]; done: () => void } | undefined;
   #probes: ((reply: Extract<WriterReply, { probe: unknown }>['probe']) => void)[] = [];
   /** The last probe, reused by the checks that come while it runs, and for a while after it failed. */
   #probing: { outcome: Promise<void>; at: number } | undefined;
-  #scheduled = false;
-  /** When the oldest queued write was queued (performance.now()). */
-  #queuedAt = 0;
-  #lastBatch = MIN_BATCH;
   /** The thread's replies, read by the 'message' event or, sooner, by poll(). */
   #replies: MessagePort | undefined;
   /** Questions about other connections' commits (checkForeign) not answered yet. */
@@ -78,7 +81,6 @@ export class WriterThread implements WriterProbe {
   /** Why the thread died, and when; it is started again after RESTART_AFTER_MS. */
   #died: { error: Error; at: number } | undefined;
   #closed: Promise<void> | undefined;
-  #drained: (() => void) | undefined;
   /** When the batch in flight was handed to the thread (performance.now()), for the commit-time metric. */
   #sentAt = 0;
   readonly #commitSeries = dbCommitDuration.series('sqlite');
@@ -186,13 +188,8 @@ export class WriterThread implements WriterProbe {
     if (refusal) return Promise.reject(refusal);
     this.poll();
     return new Promise((resolve, reject) => {
-      if (this.#queue.length === 0) this.#queuedAt = performance.now();
       // The worker answers each op with the result of its kind (write-kinds.ts).
-      this.#queue.push({ op, resolve: resolve as (value: WriteResult) => void, reject });
-      if (!this.#scheduled && !this.#inFlight) {
-        this.#scheduled = true;
-        setImmediate(() => this.#send());
-      }
+      this.#batcher.add({ op, resolve: resolve as (value: WriteResult) => void, reject });
     });
   }
 
@@ -233,7 +230,7 @@ export class WriterThread implements WriterProbe {
   /** Commits what is queued, then stops the thread. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      while (this.#inFlight || this.#queue.length > 0) await new Promise<void>((r) => (this.#drained = r));
+      await this.#batcher.idle();
       const worker = this.#worker;
       if (worker) {
         const exited = new Promise((r) => worker.once('exit', r));
@@ -244,19 +241,12 @@ export class WriterThread implements WriterProbe {
     return this.#closed;
   }
 
-  #send(): void {
-    this.#scheduled = false;
-    if (this.#inFlight || this.#queue.length === 0) return;
-    if (this.#queue.length < Math.min(MIN_BATCH, this.#lastBatch) && performance.now() - this.#queuedAt < MAX_WAIT_MS) {
-      this.#scheduled = true;
-      setImmediate(() => this.#send());
-      return;
-    }
-    this.#lastBatch = this.#queue.length;
-    this.#inFlight = this.#queue;
-    this.#queue = [];
-    if (metricsOn) this.#sentAt = performance.now();
-    this.#post(this.#inFlight.map((p) => p.op));
+  #send(batch: Pending[]): Promise<void> {
+    return new Promise((done) => {
+      this.#inFlight = { batch, done };
+      if (metricsOn) this.#sentAt = performance.now();
+      this.#post(batch.map((p) => p.op));
+    });
   }
 
   #noteFailure(failure: WriteFailure): void {
@@ -273,7 +263,7 @@ export class WriterThread implements WriterProbe {
   }
 
   #settle(outcomes: Outcome[], foreign: boolean): void {
-    const batch = this.#inFlight ?? [];
+    const { batch, done } = this.#inFlight ?? { batch: [], done: () => {} };
     this.#inFlight = undefined;
     if (metricsOn) {
       this.#commitSeries.observe((performance.now() - this.#sentAt) / 1000);
@@ -293,8 +283,7 @@ export class WriterThread implements WriterProbe {
       this.#noteFailure(o.error);
       p.reject(this.#error(o.error));
     });
-    this.#send();
-    if (!this.#inFlight && this.#queue.length === 0) this.#drained?.();
+    done();
   }
 
   // The thread died (an uncaught error, or killed): what it held fails as
@@ -303,9 +292,10 @@ export class WriterThread implements WriterProbe {
   #fail(worker: Worker, error: Error): void {
     if (this.#worker !== worker) return;
     this.#worker = undefined;
-    const lost = [...(this.#inFlight ?? []), ...this.#queue];
+    const inFlight = this.#inFlight;
     this.#inFlight = undefined;
-    this.#queue = [];
+    const lost = [...(inFlight?.batch ?? []), ...this.#batcher.takeQueued()];
+    inFlight?.done();
     const probes = this.#probes.splice(0);
     // Questions the dead thread will not answer: assume another connection committed.
     for (; this.#foreignAsked > 0; this.#foreignAsked--) this.changes.probed(true);
@@ -313,6 +303,5 @@ export class WriterThread implements WriterProbe {
     this.#died = { error, at: performance.now() };
     for (const p of lost) p.reject(new StoreUnavailableError(error, 1));
     for (const p of probes) p({ ok: false, error: { message: error.message, code: undefined } });
-    this.#drained?.();
   }
 }
