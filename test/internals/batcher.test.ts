@@ -7,21 +7,24 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
-import { Batcher } from '../../src/store/batcher.js';
+import { Batcher, type BatcherOptions } from '../../src/store/batcher.js';
 
 type Item = { owner: string; n: number };
 
-/** A batcher whose running batches are recorded and end only when `finish(i)` is called. */
-function recording(maxInFlight: number) {
-  const started: Item[][] = [];
+/** A batcher whose running batches are recorded in `started` and end only when `endings[i]` is called. */
+function recorded<T>(options: BatcherOptions<T>) {
+  const started: T[][] = [];
   const endings: (() => void)[] = [];
-  const batcher = new Batcher<Item>(
-    (batch) => {
-      started.push(batch);
-      return new Promise<void>((resolve) => endings.push(resolve));
-    },
-    { maxItems: 100, maxInFlight, key: (item) => item.owner },
-  );
+  const batcher = new Batcher<T>((batch) => {
+    started.push(batch);
+    return new Promise<void>((resolve) => endings.push(resolve));
+  }, options);
+  return { batcher, started, endings };
+}
+
+/** Keyed by owner; `finish(i)` ends the i-th batch and lets the next start. */
+function recording(maxInFlight: number) {
+  const { batcher, started, endings } = recorded<Item>({ maxItems: 100, maxInFlight, key: (item) => item.owner });
   const finish = async (i: number) => {
     endings[i]!();
     await turn();
@@ -79,18 +82,8 @@ describe('batcher keys', () => {
 
 describe('batcher gathering', () => {
   /** A writer-thread-like batcher: one batch at a time, gathering up to `items` or `ms`. */
-  function gathering(items: number, ms: number, nextAtOnce = false) {
-    const started: number[][] = [];
-    const endings: (() => void)[] = [];
-    const batcher = new Batcher<number>(
-      (batch) => {
-        started.push(batch);
-        return new Promise<void>((resolve) => endings.push(resolve));
-      },
-      { maxItems: Infinity, maxInFlight: 1, gather: { items, ms }, nextAtOnce },
-    );
-    return { batcher, started, endings };
-  }
+  const gathering = (items: number, ms: number, nextAtOnce = false) =>
+    recorded<number>({ maxItems: Infinity, maxInFlight: 1, gather: { items, ms }, nextAtOnce });
 
   it('holds a small batch for more items until it holds `items`', async () => {
     const { batcher, started } = gathering(3, 60_000);
