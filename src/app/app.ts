@@ -167,7 +167,7 @@ async function assemble(
     // one as soon as its in-flight request has been answered (which says
     // Connection: close), and those that never sent one at once.
     const reapNow = () => {
-      app.server.closeIdleConnections();
+      connections.closeIdle();
       connections.closeUnused();
       connections.closeAfterAnswers();
     };

@@ -57,6 +57,14 @@ export interface GuardedConnections {
    */
   closeUnused(): void;
   /**
+   * Closes the keep-alive connections waiting for a next request, as Node's
+   * closeIdleConnections does, but only at a moment when no answer has ended
+   * and is still being sent: Node destroys those connections too (it checks
+   * that the answer ended, not that it was sent), and a client that reads
+   * slowly gets its answer cut short. The next sweep tries again.
+   */
+  closeIdle(): void;
+  /**
    * Has each response not yet begun say `Connection: close`, and its
    * connection close once it is sent, so that no client sends another request
    * on a connection about to close. A connection that has already read a
@@ -129,6 +137,13 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
     timer = undefined;
   });
   return {
+    closeIdle() {
+      for (const socket of sockets as Set<ServerSocket>) {
+        const res = socket._httpMessage;
+        if (res && res.writableEnded && !res.writableFinished) return;
+      }
+      server.closeIdleConnections();
+    },
     closeUnused() {
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
     },
