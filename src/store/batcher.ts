@@ -62,7 +62,7 @@ export class Batcher<T> {
   ) {}
 
   add(item: T): void {
-    if (this.#queue.length === 0) this.#queuedAt = performance.now();
+    if (this.options.gather !== undefined && this.#queue.length === 0) this.#queuedAt = performance.now();
     this.#queue.push(item);
     this.#schedule();
   }
@@ -105,7 +105,7 @@ export class Batcher<T> {
     while (this.#inFlight < this.options.maxInFlight && this.#queue.length > 0) {
       const batch = this.#take();
       if (batch.length === 0) return; // every queued item waits for a batch of its key
-      this.#lastBatch = batch.length;
+      if (gather !== undefined) this.#lastBatch = batch.length;
       const keys = key === undefined ? [] : [...new Set(batch.map(key))];
       for (const k of keys) this.#busy.add(k);
       this.#inFlight++;

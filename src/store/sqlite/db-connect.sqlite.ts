@@ -12,8 +12,8 @@ export interface SqliteOptions extends Pick<SqliteConfig, 'path' | 'durability'>
   mustExist?: boolean;
 }
 
-/** The statements on a connection itself rather than on a table, for every file that needs one. */
-export const CONNECTION_SQL = {
+/** A write transaction, for the writer thread's group commits and the migrator. */
+export const TRANSACTION_SQL = {
   // Locks: BEGIN IMMEDIATE takes SQLite's write lock at once (waiting up to
   // busy_timeout while another connection holds it), not at the first write:
   // a transaction that read first and then had to wait for the lock would
@@ -23,6 +23,10 @@ export const CONNECTION_SQL = {
   begin: operation<[]>('begin_immediate', 'BEGIN IMMEDIATE'),
   commit: operation<[]>('commit', 'COMMIT'),
   rollback: operation<[]>('rollback', 'ROLLBACK'),
+};
+
+/** The statements on a connection itself rather than on a table, for every file that needs one. */
+export const CONNECTION_SQL = {
   // Locks: none; it reads no table. Whether the connection answers at all (readiness).
   ping: operation<[], number>('ping', 'SELECT 1', { rowMode: 'value' }),
   // Locks: none; it reads the WAL index. This connection's counter, which

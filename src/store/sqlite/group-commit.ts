@@ -1,26 +1,20 @@
 import type Database from 'better-sqlite3';
-import { CONNECTION_SQL, prepareAll, type Prepared } from './db-connect.sqlite.js';
+import { TRANSACTION_SQL, prepareAll, type Prepared } from './db-connect.sqlite.js';
 
 export type Settled<T, E = unknown> = { ok: true; value: T } | { ok: false; error: E };
-
-// The transaction of a batch, under BEGIN IMMEDIATE (its locks: CONNECTION_SQL).
-const SQL = {
-  begin: CONNECTION_SQL.begin,
-  commit: CONNECTION_SQL.commit,
-  rollback: CONNECTION_SQL.rollback,
-};
 
 /**
  * Group commit on one connection: a batch of writes shares one transaction,
  * so one fsync covers them all, and a statement that fails fails only its
- * own write. (Which writes form a batch is decided by the writer thread's
+ * own write. The transaction is BEGIN IMMEDIATE (its locks: TRANSACTION_SQL).
+ * (Which writes form a batch is decided by the writer thread's
  * caller, see writer-thread.ts.)
  */
 export class GroupCommit {
-  readonly #sql: Prepared<typeof SQL>;
+  readonly #sql: Prepared<typeof TRANSACTION_SQL>;
 
   constructor(private readonly db: Database.Database) {
-    this.#sql = prepareAll(db, SQL);
+    this.#sql = prepareAll(db, TRANSACTION_SQL);
   }
 
   /** Runs these writes in one transaction; the outcome of each, in order, once COMMIT has returned. */

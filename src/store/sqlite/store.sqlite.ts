@@ -4,7 +4,14 @@ import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, requireSchema, type MigrationReport } from '../migrate.js';
 import { StoreUnavailableError, type Store } from '../store.js';
-import { CONNECTION_SQL, openSqlite, prepareAll, type Prepared, type SqliteOptions } from './db-connect.sqlite.js';
+import {
+  CONNECTION_SQL,
+  TRANSACTION_SQL,
+  openSqlite,
+  prepareAll,
+  type Prepared,
+  type SqliteOptions,
+} from './db-connect.sqlite.js';
 import { ChangeEpoch } from './change-epoch.js';
 import { SqliteEventLog } from './event-log.sqlite.js';
 import { SqliteEventSignal } from './event-signal.sqlite.js';
@@ -25,11 +32,9 @@ import { SqliteOutboxStore, SqliteWebhookStore } from './webhooks-store.sqlite.j
  * a failed migration leaves no half-applied schema. (Kysely runs SQLite
  * migrations without a transaction of its own, so they join this one.)
  */
-const MIGRATION_SQL = { begin: CONNECTION_SQL.begin, commit: CONNECTION_SQL.commit, rollback: CONNECTION_SQL.rollback };
-
 export async function migrateSqlite(options: SqliteOptions): Promise<MigrationReport> {
   const database = openSqlite(options);
-  const sql = prepareAll(database, MIGRATION_SQL);
+  const sql = prepareAll(database, TRANSACTION_SQL);
   try {
     // Busy after busy_timeout while another process holds the write lock.
     sql.begin.run();
