@@ -28,6 +28,22 @@ async function create(url: string, token: string, id: bigint): Promise<{ status:
 }
 
 needs(noCluster, () => {
+  /** A failure here is often the service exiting: say so, with what it wrote last. */
+  async function withServerOutput(server: ServerProcess, body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } catch (error) {
+      // The port refuses a moment before the process is seen to exit.
+      if (!server.exited) await server.waitExit(2000).catch(() => {});
+      if (!server.exited) throw error;
+      const tail = (text: string) => text.slice(-4000);
+      throw new Error(
+        `${(error as Error).message}\nthe service exited; stdout tail:\n${tail(server.stdout)}\nstderr tail:\n${tail(server.stderr)}`,
+        { cause: error },
+      );
+    }
+  }
+
   describe('PostgreSQL stopped and started mid-load', () => {
     let cluster: PrivateCluster;
     let server: ServerProcess;
@@ -44,7 +60,10 @@ needs(noCluster, () => {
     });
 
     for (const mode of ['fast', 'immediate'] as const) {
-      it(`loses no acknowledged create when PostgreSQL stops (${mode}) and comes back`, async (t) => {
+      it(`loses no acknowledged create when PostgreSQL stops (${mode}) and comes back`, (t) =>
+        withServerOutput(server, () => outage(t)));
+
+      async function outage(t: { diagnostic(message: string): void }): Promise<void> {
         const acked: bigint[] = [];
         const statuses = new Map<number, number>();
         const odd: string[] = [];
@@ -92,7 +111,7 @@ needs(noCluster, () => {
         } finally {
           await client.end();
         }
-      });
+      }
     }
   });
 });
