@@ -157,7 +157,7 @@ export function report(outcomes: Outcome[], run: RunInfo): string {
       );
     const perRound = (rounds: Round[]) => rounds.map((r) => int(r.cpu[0]!)).join(', ');
     lines.push(
-      `${sc.name}: the service vs the build at ${run.compare}, CPU µs/req by round: ${perRound(service)} vs ${perRound(compare)}; middle rounds ${int(middle(service))} vs ${int(middle(compare))} (${x(middle(service) / middle(compare))}); best req/s ${int(best(service).rps)} vs ${int(best(compare).rps)}.`,
+      `${sc.name}: the service vs the build at ${run.compare}, CPU µs/req by round: ${perRound(service)} vs ${perRound(compare)}; middle rounds ${int(middle(service))} vs ${int(middle(compare))} (${x(middle(service) / middle(compare))}); best req/s ${int(best(service).rps)} vs ${int(best(compare).rps)}, their p99 ${ms(best(service).p99Ms)} vs ${ms(best(compare).p99Ms)}.`,
       '',
     );
   }
