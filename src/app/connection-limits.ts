@@ -61,7 +61,8 @@ export interface GuardedConnections {
    * closeIdleConnections does, but only at a moment when no answer has ended
    * and is still being sent: Node destroys those connections too (it checks
    * that the answer ended, not that it was sent), and a client that reads
-   * slowly gets its answer cut short. The next sweep tries again.
+   * slowly gets its answer cut short. The next sweep tries again. It is also
+   * the server's closeIdleConnections from then on, which server.close() calls.
    */
   closeIdle(): void;
   /**
@@ -136,14 +137,19 @@ export function guardConnections(server: Server, limits: ConnectionLimits, log: 
     clearInterval(timer);
     timer = undefined;
   });
+  const closeIdleNow = server.closeIdleConnections.bind(server);
+  const closeIdle = () => {
+    for (const socket of sockets as Set<ServerSocket>) {
+      const res = socket._httpMessage;
+      if (res && res.writableEnded && !res.writableFinished) return;
+    }
+    closeIdleNow();
+  };
+  // server.close() calls this method first (Node 19 and later): guarded, it
+  // cannot cut short an answer at shutdown either.
+  server.closeIdleConnections = closeIdle;
   return {
-    closeIdle() {
-      for (const socket of sockets as Set<ServerSocket>) {
-        const res = socket._httpMessage;
-        if (res && res.writableEnded && !res.writableFinished) return;
-      }
-      server.closeIdleConnections();
-    },
+    closeIdle,
     closeUnused() {
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
     },

@@ -1,7 +1,8 @@
 // Closing idle keep-alive connections while shutting down leaves alone a
 // connection whose answer has ended but is still being sent (a client that
 // reads slowly): Node's own closeIdleConnections destroys it, and the client
-// gets its answer cut short. Once sent, the connection is idle and closed.
+// gets its answer cut short, also from server.close(), which calls it. Once
+// sent, the connection is idle and closed.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
@@ -14,13 +15,17 @@ const LIMITS = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTi
 // Far more than the socket buffers hold, so the answer stays unsent until the client reads.
 const BODY = Buffer.alloc(32 * 1024 * 1024, 'x');
 
-async function slowReader(closeIdle: (server: http.Server, guarded: ReturnType<typeof guardConnections>) => void) {
+/** `closeIdle` is called while the answer waits; `guard: false` leaves the server as Node makes it. */
+async function slowReader(
+  closeIdle: (server: http.Server, guarded: ReturnType<typeof guardConnections> | undefined) => void,
+  { guard = true } = {},
+) {
   let finished = false;
   const server = http.createServer((_req, res) => {
     res.on('finish', () => (finished = true));
     res.end(BODY);
   });
-  const guarded = guardConnections(server, LIMITS, pino({ enabled: false }));
+  const guarded = guard ? guardConnections(server, LIMITS, pino({ enabled: false })) : undefined;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const socket = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
   socket.pause();
@@ -47,14 +52,22 @@ async function slowReader(closeIdle: (server: http.Server, guarded: ReturnType<t
 
 describe('closing idle connections while shutting down', () => {
   it('leaves a connection whose answer is still being sent, which then finishes', async () => {
-    const { finished, received } = await slowReader((_server, guarded) => guarded.closeIdle());
+    const { finished, received } = await slowReader((_server, guarded) => guarded!.closeIdle());
     assert.equal(finished, true, 'the server saw its answer finish');
     assert.ok(received > BODY.length, `the client got the whole answer (${received} bytes)`);
   });
 
-  it("is needed: Node's closeIdleConnections destroys that connection", async () => {
-    const { received } = await slowReader((server) => server.closeIdleConnections());
-    assert.ok(received < BODY.length, `the client got part of it (${received} bytes)`);
+  it('leaves it when the server is closed, too', async () => {
+    const { finished, received } = await slowReader((server) => server.close());
+    assert.equal(finished, true, 'the server saw its answer finish');
+    assert.ok(received > BODY.length, `the client got the whole answer (${received} bytes)`);
+  });
+
+  it("is needed: Node's closeIdleConnections, and server.close() which calls it, destroy that connection", async () => {
+    for (const close of [(s: http.Server) => s.closeIdleConnections(), (s: http.Server) => s.close()]) {
+      const { received } = await slowReader(close, { guard: false });
+      assert.ok(received < BODY.length, `the client got part of it (${received} bytes)`);
+    }
   });
 
   it('closes a keep-alive connection waiting for its next request', async () => {
