@@ -31,13 +31,24 @@ export function createLogger(
   }
   const sink = new LogSink({ fd: 1, minLength: 4096 });
   const logger = pino(options, sink);
-  sinks.set(logger, sink);
-  timers.set(logger, setInterval(() => logger.flush(), 1000).unref());
+  buffered.set(logger, { sink, timer: setInterval(() => logger.flush(), 1000).unref() });
   return logger;
 }
 
-const timers = new WeakMap<object, NodeJS.Timeout>();
-const sinks = new WeakMap<object, LogSink>();
+/** The sink and flush timer of each logger createLogger made on fd 1. */
+const buffered = new WeakMap<object, { sink: LogSink; timer: NodeJS.Timeout }>();
+
+/**
+ * What createLogger keeps for `logger` or the logger it descends from: a
+ * pino child (Fastify's app.log is one) has its parent as prototype.
+ */
+function bufferedFor(logger: object): { sink: LogSink; timer: NodeJS.Timeout } | undefined {
+  for (let l: object | null = logger; l !== null; l = Object.getPrototypeOf(l) as object | null) {
+    const found = buffered.get(l);
+    if (found) return found;
+  }
+  return undefined;
+}
 
 /** Writes out what is buffered now (a line that must not wait for the next flush). */
 export function flushLogger(logger: FastifyBaseLogger): void {
@@ -47,12 +58,16 @@ export function flushLogger(logger: FastifyBaseLogger): void {
 // At exit, how long the last lines may take to be written before they are given up.
 const DRAIN_MS = 5000;
 
-/** Stops the periodic flush and resolves once what is buffered has been written (the process is about to exit). */
+/**
+ * Stops the periodic flush and resolves once what is buffered has been
+ * written (the process is about to exit, and process.exit() would drop a
+ * write still under way).
+ */
 export async function closeLogger(logger: FastifyBaseLogger): Promise<void> {
-  clearInterval(timers.get(logger));
-  const sink = sinks.get(logger);
-  if (sink) await sink.drain(DRAIN_MS);
-  else flushLogger(logger);
+  const kept = bufferedFor(logger);
+  if (!kept) return flushLogger(logger);
+  clearInterval(kept.timer);
+  await kept.sink.drain(DRAIN_MS);
 }
 
 /**

@@ -1,7 +1,9 @@
 // The log sink's drain at exit: every line written so far reaches the
 // destination before it resolves, and a drain with nothing waiting resolves
-// at once.
+// at once. closeLogger finds the sink from Fastify's app.log, so a process
+// that exits right after it has written every line.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,5 +49,34 @@ describe('LogSink.drain', () => {
     await sink.drain(5000);
     assert.ok(performance.now() - started < 100);
     closeSync(fd);
+  });
+});
+
+describe('closeLogger', () => {
+  it("drains the sink behind Fastify's app.log before a process exits", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-close-logger-'));
+    try {
+      const path = join(dir, 'stdout.log');
+      const fd = openSync(path, 'w');
+      const logger = new URL('../../src/app/logger.js', import.meta.url).href;
+      // 2000 lines logged at once fill the buffer while its first write is under way; exit follows the drain at once.
+      const script = `
+        import Fastify from ${JSON.stringify(import.meta.resolve('fastify'))};
+        import { createLogger, closeLogger } from ${JSON.stringify(logger)};
+        const app = Fastify({ loggerInstance: createLogger({ logLevel: 'info', logPretty: false }) });
+        for (let i = 0; i < 2000; i++) app.log.info({ n: i }, 'line');
+        await closeLogger(app.log);
+        process.exit(0);`;
+      const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', fd, 'pipe'],
+        encoding: 'utf8',
+      });
+      closeSync(fd);
+      assert.equal(run.status, 0, run.stderr);
+      const lines = readFileSync(path, 'utf8').split('\n').filter(Boolean);
+      assert.equal(lines.length, 2000, 'every line logged before the exit was written');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
