@@ -6,6 +6,8 @@ export interface LogSinkOptions {
   fd: number;
   /** Lines wait until this many characters are buffered, or the next flush (0: each line goes at once). */
   minLength: number;
+  /** With minLength: a buffered line waits at most this long before it is written. */
+  maxDelayMs?: number;
   /** Written with writeSync, in order, before write() returns (a process that logs rarely). */
   sync?: boolean;
   /** Characters that may wait unwritten; lines past it are dropped (a reader far behind). */
@@ -19,6 +21,9 @@ const newlines = (text: string | Buffer): number => {
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
   return n;
 };
+
+// How long flush(done) waits for the lines buffered so far before it gives them up.
+const DRAIN_MS = 5000;
 
 const toStderr = (text: string) => {
   try {
@@ -43,6 +48,9 @@ export class LogSink {
   readonly #sync: boolean;
   readonly #maxPending: number;
   readonly #notice: (text: string) => void;
+  readonly #maxDelayMs: number | undefined;
+  /** Writes out what waits in the buffer once maxDelayMs have passed since it began to wait. */
+  #delay: NodeJS.Timeout | undefined;
   #buffer = '';
   /** What a short write or EAGAIN left over, written before the buffer. */
   #rest: Buffer | undefined;
@@ -55,6 +63,7 @@ export class LogSink {
     this.#sync = options.sync ?? false;
     this.#maxPending = options.maxPending ?? 16 * 1024 * 1024;
     this.#notice = options.notice ?? toStderr;
+    this.#maxDelayMs = options.maxDelayMs;
   }
 
   /** pino's DestinationStream: one line, with its newline. */
@@ -69,13 +78,24 @@ export class LogSink {
     }
     this.#buffer += line;
     if (this.#buffer.length >= this.#minLength) this.#writeOut();
+    else if (this.#delay === undefined && this.#maxDelayMs !== undefined) {
+      this.#delay = setTimeout(this.#delayed, this.#maxDelayMs).unref();
+    }
     return true;
   }
 
-  /** Starts writing what is buffered (pino's logger.flush()). */
-  flush(done?: (error?: Error) => void): void {
+  readonly #delayed = (): void => {
+    this.#delay = undefined;
     this.#writeOut();
-    done?.();
+  };
+
+  /**
+   * pino's logger.flush(done): writes out what is buffered, and calls `done`
+   * once it has been written (or dropped), or after DRAIN_MS, so that a
+   * process about to exit can wait for its last lines.
+   */
+  flush(done?: (error?: Error) => void): void {
+    void this.drain(DRAIN_MS).then(() => done?.());
   }
 
   /**

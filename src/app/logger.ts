@@ -11,8 +11,8 @@ import { requestTraceFields } from './request-spans.js';
 /**
  * JSON lines on stdout, pretty only on a terminal. Lines are buffered (4 KiB)
  * and written asynchronously: one write per request would cost a system call
- * on the hot path. The buffer is flushed at least every second, and when the
- * process exits. A stdout that fails drops lines, never the service (LogSink). With `stream` (the CLI run in-process) lines go there instead.
+ * on the hot path. A line waits at most a second, and is written before the
+ * process exits (closeLogger). A stdout that fails drops lines, never the service (LogSink). With `stream` (the CLI run in-process) lines go there instead.
  */
 export function createLogger(
   config: Pick<Config, 'logLevel' | 'logPretty'>,
@@ -29,25 +29,7 @@ export function createLogger(
   if (config.logPretty) {
     return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } });
   }
-  const sink = new LogSink({ fd: 1, minLength: 4096 });
-  const logger = pino(options, sink);
-  buffered.set(logger, { sink, timer: setInterval(() => logger.flush(), 1000).unref() });
-  return logger;
-}
-
-/** The sink and flush timer of each logger createLogger made on fd 1. */
-const buffered = new WeakMap<object, { sink: LogSink; timer: NodeJS.Timeout }>();
-
-/**
- * What createLogger keeps for `logger` or the logger it descends from: a
- * pino child (Fastify's app.log is one) has its parent as prototype.
- */
-function bufferedFor(logger: object): { sink: LogSink; timer: NodeJS.Timeout } | undefined {
-  for (let l: object | null = logger; l !== null; l = Object.getPrototypeOf(l) as object | null) {
-    const found = buffered.get(l);
-    if (found) return found;
-  }
-  return undefined;
+  return pino(options, new LogSink({ fd: 1, minLength: 4096, maxDelayMs: 1000 }));
 }
 
 /** Writes out what is buffered now (a line that must not wait for the next flush). */
@@ -55,19 +37,16 @@ export function flushLogger(logger: FastifyBaseLogger): void {
   (logger as { flush?: () => void }).flush?.();
 }
 
-// At exit, how long the last lines may take to be written before they are given up.
-const DRAIN_MS = 5000;
-
 /**
- * Stops the periodic flush and resolves once what is buffered has been
- * written (the process is about to exit, and process.exit() would drop a
- * write still under way).
+ * Resolves once what `logger` (or the logger it is a child of, as Fastify's
+ * app.log is) has buffered is written: the process is about to exit, and
+ * process.exit() would drop a write still under way. pino hands the callback
+ * to its destination's flush; a destination without one is written at once.
  */
-export async function closeLogger(logger: FastifyBaseLogger): Promise<void> {
-  const kept = bufferedFor(logger);
-  if (!kept) return flushLogger(logger);
-  clearInterval(kept.timer);
-  await kept.sink.drain(DRAIN_MS);
+export function closeLogger(logger: FastifyBaseLogger): Promise<void> {
+  const { flush } = logger as { flush?: (done: () => void) => void };
+  if (!flush) return Promise.resolve();
+  return new Promise((resolve) => flush.call(logger, () => resolve()));
 }
 
 /**

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LogSink } from '../../src/app/log-sink.js';
 import { after, describe, it } from '../helpers/requirements.js';
+import { eventually } from '../helpers/eventually.js';
 
 describe('LogSink.drain', () => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-log-sink-'));
@@ -39,6 +40,16 @@ describe('LogSink.drain', () => {
     const text = readFileSync(path, 'utf8');
     assert.equal(text.split('\n').filter(Boolean).length, 101);
     assert.ok(text.endsWith('{"last":true}\n'));
+    closeSync(fd);
+  });
+
+  it('writes a buffered line once it has waited maxDelayMs, though the buffer is far from full', async () => {
+    const { path, fd } = open('delayed.log');
+    const sink = new LogSink({ fd, minLength: 1 << 20, maxDelayMs: 50 });
+    sink.write('{"n":1}\n');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(readFileSync(path, 'utf8'), '', 'still waiting');
+    await eventually(() => readFileSync(path, 'utf8') === '{"n":1}\n', 2000, { what: 'the line to be written' });
     closeSync(fd);
   });
 
